@@ -14,9 +14,9 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from cogtestbed.request import as_items, as_name, option
+from cogtestbed.request import as_items, as_list, as_name, as_text, option
 
 #: The help of ``sessions`` (every reader of published files).
 SESSIONS_HELP = ("refuse (default) or split: a run of a file without trial key (CogBench probabilistic reasoning) "
@@ -72,6 +72,175 @@ class Sessions:
     """How a published file's repeated judgements become sessions."""
 
     sessions: str | None = option(None, flags=("--sessions",), help=SESSIONS_HELP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Seed:
+    """The seed of what a request draws at random (a study, a simulation, a sampler's chains)."""
+
+    seed: int = option(0, help="Seed of the whole study.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitMethod:
+    """The fit of a model: per-subject maximum likelihood or the hierarchical model."""
+
+    method: Literal["mle", "hierarchical"] = option("mle", cli_type=str, help="mle or hierarchical.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chains:
+    """A hierarchical fit's MCMC draws and chains."""
+
+    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
+    chains: int = option(4, min=1, help="Chains (hierarchical).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxDraws:
+    """How far a hierarchical fit failing only its ESS or R-hat checks samples again."""
+
+    max_draws: int | None = option(
+        None, flags=("--max-draws",), min=1,
+        help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
+             "chain, up to this many.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadlineMetric:
+    """The metric a target or a validity study reads."""
+
+    metric: str | None = option(None, help="Headline metric whose difference is detected.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetricTest:
+    """A declared test of the metrics result."""
+
+    test: str | None = option(None, help="Key of the metrics result holding a test (p_value/reject).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentSetting:
+    """A synthetic agent and its parameter setting."""
+
+    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Effect:
+    """The effect a model-level target detects."""
+
+    effect: Mapping[str, float] | str | None = option(
+        None, record=as_items, cli_type=str | None,
+        help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
+             "group's median over the first's).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaxCost:
+    """The dollars an LLM run may cost."""
+
+    max_cost: float | None = option(None, min=0.0, help="Refuse designs costing more (USD).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMs:
+    """The LLM(s) a run or a plan names."""
+
+    llm: str | Sequence[str] | None = option(
+        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
+        help="BACKEND:MODEL — hf:smollm2-135m (a real model, offline), hf:tiny-random, hf:<hub id or path>, "
+             "openai:gpt-4o-mini, anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it "
+             "twice (base and instruct, say) to run both on the same sessions and write a paired report.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentParams:
+    """A synthetic agent's parameter settings."""
+
+    params: Mapping[str, Any] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--param",),
+        help="Agent parameter NAME=VALUE (repeatable): settings the model lacks, or the agent's base.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromptForms:
+    """The prompt forms subjects are assigned to."""
+
+    #: ``forms``: the forms used (K or ids), not the counts of forms a plan searches (``plan --forms``)
+    assigned_forms: str | Sequence[int] | None = option(
+        None, name="forms", record=as_text, cli_type=str | None, flags=("--forms",),
+        help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
+             "(cogtestbed list EXP shows the forms).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormSD:
+    """How far each prompt form shifts a parameter (synthetic subjects)."""
+
+    form_sd: Mapping[str, float] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",),
+        help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
+             "(synthetic subjects; needs --forms).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Adaptive:
+    """The parameters an adaptive session's trials are chosen for."""
+
+    adaptive: str | Sequence[str] | None = option(
+        None, record=as_text, cli_type=str | None, flags=("--adaptive",),
+        help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
+             "on these parameters of the experiment's model (needs --trials).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubjectCount:
+    """How many subjects are simulated or run."""
+
+    #: ``subjects``: one count, not a grid of counts (``recover``, ``power``) or a range a plan searches
+    subject_count: int = option(10, name="subjects", min=1, help="Number of simulated subjects.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionTrials:
+    """The length of an adaptive session."""
+
+    #: ``trials``: an adaptive session's length, not the trials of a whole design (a study's or a plan's)
+    session_trials: int | None = option(None, name="trials", flags=("--trials",), min=1,
+                                        help="Trials of an adaptive session (with --adaptive).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Output:
+    """Where a command writes what it makes."""
+
+    output: str | os.PathLike[str] | None = option(
+        None, cli_type=Path | None, flags=("--output", "-o"),
+        help="Write results.parquet, summary.json, plots and report.html here.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class InputPath:
+    """The file a command reads."""
+
+    path: str | os.PathLike[str] = option(cli_type=Path, argument=True,
+                                          help="Trial table (.parquet) or published data file.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CognitiveModel:
+    """The cognitive model fitted, recovered or planned for."""
+
+    model: str | None = option(None, help="Model of an --effect target, e.g. rw-pm.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Importer:
+    """How a table or published data file is read."""
+
+    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -183,6 +352,9 @@ class BatchMode:
              "table's batch_discount off, the standard price shown beside it).")
 
 
-__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "AnswerSettings", "Assured", "Base", "BatchMode", "BetweenSubjects",
-           "Compared", "DaskScheduler", "JsonOutput", "LapseTerm", "Level", "MaxLength", "Overwrite",
-           "PopulationSource", "PriceTable", "ReasoningSettings", "Sessions", "Unpriced", "Workers"]
+__all__ = ["POPULATION_HELP", "SESSIONS_HELP", "Adaptive", "AgentParams", "AgentSetting", "AnswerSettings", "Assured",
+           "Base", "BatchMode", "BetweenSubjects", "Chains", "CognitiveModel", "Compared", "DaskScheduler", "Effect",
+           "FitMethod", "FormSD", "HeadlineMetric", "Importer", "InputPath", "JsonOutput", "LLMs", "LapseTerm",
+           "Level", "MaxCost", "MaxDraws", "MaxLength", "MetricTest", "Output", "Overwrite", "PopulationSource",
+           "PriceTable", "PromptForms", "ReasoningSettings", "Seed", "SessionTrials", "Sessions", "SubjectCount",
+           "Unpriced", "Workers"]

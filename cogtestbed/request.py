@@ -29,6 +29,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -108,6 +109,75 @@ def group(cls: type[Any], panel: str | None, *, defaults: Mapping[str, Any] | No
     return dataclasses.field(default_factory=lambda: cls(**given), metadata={GROUP: Group(panel, given)})
 
 
+#: No changes (:func:`variant`'s default).
+_NONE: Mapping[str, Any] = MappingProxyType({})
+#: What a request may choose of a shared option's presentation (:func:`variant`): not its name, type or record.
+#: ``cli_type``: one count where another command takes a comma list of them (the same type in Python).
+PRESENTATION = frozenset({"help", "flags", "cli_type", "min", "max", "show_default", "cli", "api", "argument",
+                          "cli_required", "cli_name"})
+
+
+def variant(cls: type[R], *, defaults: Mapping[str, Any] = _NONE, helps: Mapping[str, str] = _NONE,
+            limits: Mapping[str, tuple[float | None, float | None]] = _NONE,
+            present: Mapping[str, Mapping[str, Any]] = _NONE, positional: bool = False) -> type[R]:
+    """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
+    options, each still declared once (its name, type and record are the group's), with this
+    request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here), ``limits``
+    (``(min, max)`` the command line enforces here) and ``present`` (``{option: {attribute: value}}`` for the
+    other attributes of :data:`PRESENTATION`: its flags, a positional argument, the faces taking it) in place
+    of the group's; ``positional``: the options it changes are positional in Python too
+    (``PlanRequest(EXPERIMENT, ...)``; a required one only).  A request inherits the variant as it would the
+    group (``class FitSampling(variant(Seed, helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same
+    for a sub-object's options."""
+    changes, given_defaults = _changes(helps, limits, present), dict(defaults)
+    fields = {f.name: f for f in dataclasses.fields(typing.cast(Any, cls))}
+    unknown = (set(given_defaults) | set(changes)) - set(fields)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no option {sorted(unknown)}")
+    namespace: dict[str, Any] = {"__module__": cls.__module__, "__qualname__": cls.__qualname__,
+                                 "__doc__": cls.__doc__, "__annotations__": {}}
+    for name in [n for n in fields if n in given_defaults or n in changes]:
+        namespace["__annotations__"][name] = fields[name].type
+        namespace[name] = _redeclared(fields[name], changes.get(name, {}), given_defaults.get(name, _KEEP))
+    made = type(cls.__name__, (cls,), namespace)
+    return typing.cast("type[R]", dataclass(frozen=True, kw_only=not positional)(made))
+
+
+#: :func:`variant`'s mark of an option whose default the request keeps.
+_KEEP = object()
+
+
+def _changes(helps: Mapping[str, str], limits: Mapping[str, tuple[float | None, float | None]],
+             present: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """:func:`variant`'s changes of each option's :class:`Opt`, refused beyond :data:`PRESENTATION`."""
+    changes: dict[str, dict[str, Any]] = {name: dict(attrs) for name, attrs in present.items()}
+    for name, text in helps.items():
+        changes.setdefault(name, {})["help"] = text
+    for name, (low, high) in limits.items():
+        changes.setdefault(name, {}).update(min=low, max=high)
+    not_presentation = {k for attrs in changes.values() for k in attrs} - PRESENTATION
+    if not_presentation:
+        raise TypeError(f"a request may not change {sorted(not_presentation)} of a shared option: declare another")
+    return changes
+
+
+def _redeclared(f: dataclasses.Field[Any], changes: Mapping[str, Any], default: Any) -> Any:
+    """The field ``f`` of a shared group as a :func:`variant` presents it (its default unless ``_KEEP``)."""
+    meta = {OPTION: dataclasses.replace(f.metadata[OPTION], **changes)}
+    if default is not _KEEP:
+        return dataclasses.field(default=default, metadata=meta)
+    if f.default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=f.default_factory, metadata=meta)
+    return dataclasses.field(default=f.default, metadata=meta)
+
+
+def declared_option(leaf: Leaf) -> Opt:
+    """The declaration of ``leaf``'s option without what a request may present otherwise (:func:`variant`):
+    its name, command-line type, record and the rest."""
+    blank: dict[str, Any] = dict.fromkeys(PRESENTATION)
+    return dataclasses.replace(leaf.opt, **blank)
+
+
 @dataclass(frozen=True)
 class Leaf:
     """One option of a request: its flat keyword ``name``, the attribute ``path`` holding it, its
@@ -133,21 +203,25 @@ class Leaf:
 
 
 def _hints(cls: type[Any]) -> dict[str, Any]:
-    """The field types of ``cls`` resolved in its module; a type naming what the module imports
-    only for type checking (``ExperimentSpec``, ``pd.DataFrame``) stays its text: the ``ct.``
-    function's door reads it in the function's module (:func:`cogtestbed.api.checks.public`), the
-    command line parses the option's ``cli_type``."""
-    module = sys.modules[cls.__module__].__dict__
-    try:
-        return typing.get_type_hints(cls, globalns=module)
-    except NameError:
-        out = {}
-        for f in dataclasses.fields(cls):
-            try:
-                out[f.name] = typing.get_type_hints(_Field(f.type), globalns=module)["hint"]
-            except NameError:
-                out[f.name] = f.type
-        return out
+    """The field types of ``cls``, each resolved in the module of the class declaring it (a shared option
+    group's in :mod:`cogtestbed.option_groups`); a type naming what the module imports only for type checking
+    (``ExperimentSpec``, ``pd.DataFrame``) stays its text: the ``ct.`` function's door reads it in the
+    function's module (:func:`cogtestbed.api.checks.public`), the command line parses the option's
+    ``cli_type``."""
+    if cls not in _HINTS:
+        out: dict[str, Any] = {}
+        for base in reversed(cls.__mro__):
+            module = getattr(sys.modules.get(base.__module__), "__dict__", {})
+            for name, hint in vars(base).get("__annotations__", {}).items():
+                try:
+                    out[name] = typing.get_type_hints(_Field(hint), globalns=module)["hint"]
+                except NameError:
+                    out[name] = hint
+        _HINTS[cls] = out
+    return _HINTS[cls]
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
 
 
 class _Field:
@@ -210,10 +284,18 @@ def _walk(cls: type[Any], path: tuple[str, ...], panel: str | None,
 
 
 def _own_first(cls: type[Any]) -> list[dataclasses.Field[Any]]:
-    """The fields of ``cls``: its own in declaration order, then those it inherits from shared option groups
-    (:mod:`cogtestbed.option_groups`), so a shared option keeps its place at the end of each request's list."""
+    """The fields of ``cls``: the positional arguments it inherits from shared option groups
+    (:mod:`cogtestbed.option_groups`: ``EXPERIMENT`` before a command's own ``NAME``), then its own fields in
+    declaration order, then the other options it inherits, so a shared option keeps its place at the end of each
+    request's list."""
     own = set(vars(cls).get("__annotations__", {}))
-    return sorted(dataclasses.fields(cls), key=lambda f: f.name not in own)
+
+    def place(f: dataclasses.Field[Any]) -> int:
+        if f.name in own:
+            return 1
+        return 0 if OPTION in f.metadata and f.metadata[OPTION].argument else 2
+
+    return sorted(dataclasses.fields(cls), key=place)
 
 
 def build(cls: type[R], values: Mapping[str, Any]) -> R:
@@ -329,7 +411,8 @@ def _json(x: Any) -> Any:
 
 def request_block(request: Any) -> dict[str, Any]:
     """The request as an output file records it: ``{SUB_OBJECT: {OPTION: VALUE}}`` (an option
-    outside any sub-object at the top), values JSON-able; options marked ``json=False`` left out."""
+    outside any sub-object at the top; an option by its keyword, :attr:`Opt.name`, where its field is named
+    otherwise), values JSON-able; options marked ``json=False`` left out."""
     out: dict[str, Any] = {}
     for leaf in leaves(type(request)):
         if not leaf.opt.json:
@@ -338,8 +421,8 @@ def request_block(request: Any) -> dict[str, Any]:
         for attr in leaf.path[:-1]:
             where = where.setdefault(attr, {})
         given = value(request, leaf)
-        where[leaf.path[-1]] = _json(leaf.opt.record(given) if leaf.opt.record is not None and given is not None
-                                     else given)
+        recorded = leaf.opt.record(given) if leaf.opt.record is not None and given is not None else given
+        where[leaf.opt.name or leaf.path[-1]] = _json(recorded)
     return out
 
 
@@ -441,7 +524,7 @@ def derived_names(func: Callable[..., Any]) -> set[str]:
     return {p.name for p in inspect.signature(func).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
-__all__ = ["Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list", "as_name",
-           "as_text", "build", "build_grouped", "cli_leaves", "declared_requests", "leaf_group", "sub_objects",
-           "derive_api",
-           "flat", "from_cli", "group", "keyword", "leaves", "option", "options_doc", "request_block", "value"]
+__all__ = ["PRESENTATION", "Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list",
+           "as_name", "as_text", "build", "build_grouped", "cli_leaves", "declared_option", "declared_requests",
+           "derive_api", "flat", "from_cli", "group", "keyword", "leaf_group", "leaves", "option", "options_doc",
+           "request_block", "sub_objects", "value", "variant"]

@@ -8,32 +8,68 @@ Imports nothing heavy: the command line builds its help from here.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import Overwrite, PopulationSource
-from cogtestbed.request import as_items, as_name, as_text, group, option
+from cogtestbed.option_groups import (
+    Adaptive,
+    AgentParams,
+    FormSD,
+    Output,
+    Overwrite,
+    PopulationSource,
+    PromptForms,
+    Seed,
+    SessionTrials,
+    SubjectCount,
+)
+from cogtestbed.request import as_items, as_name, group, option, variant
 
-if TYPE_CHECKING:  # a type only: the command line's help imports no environment
+if TYPE_CHECKING:  # types only: the command line's help imports no environment and no experiment
     from cogtestbed.environments.designs import Design
+    from cogtestbed.experiments.spec import ExperimentSpec
 
 #: The simulation paths (the values of ``cogtestbed.simulation.Method``, repeated here so that the
 #: command line's help imports no numerical package; a test keeps them equal).
 Method = Literal["auto", "batch", "interpreted", "step"]
 
 
-@dataclass(frozen=True)
-class SimulatedSubjects(PopulationSource):
-    """Who is simulated: how many, with which parameters."""
+@dataclass(frozen=True, kw_only=True)
+class ExperimentName:
+    """The experiment a request is about: a shared option group (as those of :mod:`cogtestbed.option_groups`),
+    here because its type names an experiment spec, which this layer may know."""
 
-    params: Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--param", "-p"),
-        help="Agent parameter NAME=VALUE (repeatable); defaults otherwise.")
-    subjects: int = option(10, min=1, help="Number of simulated subjects.")
-    seed: int = option(0, help="Seed of the whole simulation.")
+    experiment: str | ExperimentSpec | None = option(
+        None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
+        help="Experiment name. Default: the table's experiment column, else the one experiment declaring the model.")
+
+
+#: :class:`ExperimentName` as the command's first positional argument (``run [EXPERIMENT]``), and required
+#: (``simulate EXPERIMENT``; with ``defaults={"experiment": MISSING}``).
+OPTIONAL_EXPERIMENT_ARGUMENT = {"experiment": {"argument": True, "flags": ()}}
+EXPERIMENT_ARGUMENT = {"experiment": {"argument": True, "flags": (), "cli_type": str}}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DesignFields:
+    """The design's fields set (the experiment's defaults otherwise): a shared option group (as those of
+    :mod:`cogtestbed.option_groups`), here because its type names a design, which this layer may know."""
+
+    design: Design | Mapping[str, Any] | Sequence[str] | None = option(
+        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
+        help="Design field NAME=VALUE (repeatable), e.g. network=alarm; NAME=a,b,c on the experiment's trials field "
+             "(n_contexts, trials_per_session, ...) sweeps it. Default: the design's defaults (cogtestbed list "
+             "EXPERIMENT).")
+
+
+@dataclass(frozen=True)
+class SimulatedSubjects(
+        variant(AgentParams, present={"params": {"flags": ("--param", "-p")}},  # type: ignore[misc]
+                helps={"params": "Agent parameter NAME=VALUE (repeatable); defaults otherwise."}),
+        PopulationSource, SubjectCount, variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
+    """Who is simulated: how many, with which parameters."""
 
 
 @dataclass(frozen=True)
@@ -49,41 +85,29 @@ class Lapses:
 
 
 @dataclass(frozen=True)
-class SimulatedSessions:
+class SimulatedSessions(
+        variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48."}),  # type: ignore[misc]
+        PromptForms, FormSD, Adaptive, SessionTrials):
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
-    method: Method = option("auto", help="batch: numba kernels; interpreted: the same kernels as plain Python (no "
-                                         "compilation); step: gymnasium reset/step loop; auto: interpreted for the "
-                                         "first run of a process estimated at most 1.0 s of Python, else batch "
-                                         "(identical output).")
-    design: Design | Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
-        help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48.")
-    forms: str | Sequence[int] | None = option(
-        None, record=as_text, cli_type=str | None, flags=("--forms",),
-        help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
-             "(cogtestbed list EXP shows the forms).")
-    form_sd: Mapping[str, float] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",),
-        help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
-             "(synthetic subjects; needs --forms).")
-    adaptive: Sequence[str] | str | None = option(
-        None, record=as_text, cli_type=str | None, flags=("--adaptive",),
-        help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
-             "on these parameters of the experiment's model (needs --trials).")
-    trials: int | None = option(None, flags=("--trials",), min=1,
-                                help="Trials of an adaptive session (with --adaptive).")
+    #: ``method``: the simulation's path, not a model's fit (``--method mle``)
+    simulation: Method = option(
+        "auto", name="method",
+        help="batch: numba kernels; interpreted: the same kernels as plain Python (no compilation); step: gymnasium "
+             "reset/step loop; auto: interpreted for the first run of a process estimated at most 1.0 s of Python, "
+             "else batch (identical output).")
 
 
 @dataclass(frozen=True)
-class SimulateRequest(Overwrite):
+class SimulateRequest(
+        Overwrite, variant(Output, present={"output": {"cli_type": Path, "cli_required": True}},  # type: ignore[misc]
+                           helps={"output": "Trial table to write (.parquet)."}),
+        variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                helps={"experiment": "Experiment name, e.g. instrumental-learning."})):
     """A simulation, as ``cogtestbed simulate`` and :func:`cogtestbed.simulate` take it."""
 
-    experiment: Any = option(cli_type=str, argument=True, record=as_name,
-                             help="Experiment name, e.g. instrumental-learning.")
-    agent: str = option(flags=("--agent", "-a"), help="Synthetic agent, e.g. rw-pm.")
-    output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
-                                                   help="Trial table to write (.parquet).")
+    #: ``agent``: the agent simulated, by name (its parameters ``--param``), not ``AGENT[:p=v,...]`` of a target
+    agent_name: str = option(flags=("--agent", "-a"), name="agent", help="Synthetic agent, e.g. rw-pm.")
     who: SimulatedSubjects = group(SimulatedSubjects, "Subjects")
     sessions: SimulatedSessions = group(SimulatedSessions, "Sessions")
     lapses: Lapses = group(Lapses, "Lapses")

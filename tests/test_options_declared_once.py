@@ -4,7 +4,8 @@ panels (:mod:`cogtestbed.cli.options`), the ``ct.`` function's keywords and the 
 the output JSON are made.
 
 The allowlists below name what is not converted yet, with the count of options each still declares by
-hand; they only shrink (a converted module left on them fails too).  Their goal is empty.
+hand; they only shrink (a converted module left on them fails too).  Their goal is empty.  An option name
+is declared in one class (issue 73, item 5): a shared group every request inherits.
 """
 
 from __future__ import annotations
@@ -378,16 +379,6 @@ def test_metrics_takes_the_experiments_own_options_too() -> None:
         ct.metrics("instrumental-learning", table, sessions="split")
 
 
-#: Option names still declared in more than one request class (issue 73, item 5): each is to become one
-#: declaration in a shared group (:mod:`cogtestbed.option_groups`) every request inherits.  It only shrinks:
-#: a name declared once again must leave it, a new name declared twice fails.  Its goal is empty.
-DECLARED_IN_SEVERAL = {
-    "adaptive", "agent", "allow_unconverged", "chains", "design", "draws", "effect", "experiment", "fit", "form_sd",
-    "forms", "llm", "max_cost", "max_draws", "method", "metric", "model", "name", "output", "params", "path",
-    "precision", "reps", "runs", "sampler", "seed", "source", "subjects", "table_or_path", "test", "trials",
-}
-
-
 def _declarations() -> dict[str, set[str]]:
     """Option name -> the classes declaring it (``name: T = option(...)`` in a class body), over the package."""
     import ast
@@ -405,11 +396,80 @@ def _declarations() -> dict[str, set[str]]:
 
 
 def test_no_option_name_is_declared_in_two_request_classes() -> None:
-    several = {name for name, classes in _declarations().items() if len(classes) > 1}
-    new = sorted(several - DECLARED_IN_SEVERAL)
-    assert not new, f"declared in two request classes (declare it once in cogtestbed/option_groups.py): {new}"
-    done = sorted(DECLARED_IN_SEVERAL - several)
-    assert not done, f"declared once now: take {done} off DECLARED_IN_SEVERAL"
+    """Issue 73, item 5: every option name is declared once (a shared group of :mod:`cogtestbed.option_groups`
+    every request inherits, its default and help given per request by :func:`cogtestbed.request.variant`)."""
+    several = {name: sorted(classes) for name, classes in _declarations().items() if len(classes) > 1}
+    assert not several, f"declared in two request classes (declare it once in cogtestbed/option_groups.py): {several}"
+
+
+def _every_request_leaf() -> list[tuple[str, object]]:
+    """(request class, leaf) of every request the command line and the ``ct.`` functions take."""
+    import cogtestbed.api.studies  # noqa: F401 - FormStudyRequest, RecoveryPlotRequest
+    from cogtestbed.api.workflow_options import HeldoutRequest
+    from cogtestbed.request import declared_requests
+    from cogtestbed.validation.studies.population_options import PopulationFromFitRequest
+    from cogtestbed.validation.studies.study_options import FitTableRequest, FormStudyRequest
+
+    typer.main.get_command(app)  # every command's requests listed
+    classes = {*declared_requests(), *(_load(c) for cs, _ in CONVERTED.values() for c in cs), HeldoutRequest,
+               PopulationFromFitRequest, FitTableRequest, FormStudyRequest}
+    return [(cls.__name__, leaf) for cls in classes for leaf in leaves(cls)]
+
+
+def test_a_shared_option_is_one_declaration_wherever_it_is_presented() -> None:
+    """A request may give a shared option its own default, help, limits, flags or faces (``variant``), never
+    another type or record: every request's field of one name has one type and one declaration."""
+    from cogtestbed.request import declared_option
+
+    seen: dict[str, tuple[object, object, str]] = {}
+    for cls, leaf in _every_request_leaf():
+        field, mine = leaf.path[-1], (str(leaf.hint), declared_option(leaf))  # type: ignore[attr-defined]
+        first = seen.setdefault(field, (*mine, cls))
+        assert mine == first[:2], f"{field}: {cls} declares {mine[0]}, {first[2]} {first[0]}"
+
+
+def test_a_variant_presents_the_one_declaration() -> None:
+    """``seed`` is declared once (:class:`cogtestbed.option_groups.Seed`); ``demo`` takes it with default 1 and
+    its own help, ``population build`` with its own help; ``variant`` refuses to change a type's parsing or an
+    option it does not have."""
+    from cogtestbed.cli.demo import DemoRequest
+    from cogtestbed.option_groups import Seed
+    from cogtestbed.request import variant
+    from cogtestbed.validation.studies.population_options import BuildPopulationRequest
+    from cogtestbed.validation.studies.study_options import RecoverRequest
+
+    demo = {leaf.name: leaf for leaf in leaves(DemoRequest)}["seed"]
+    build_seed = {leaf.name: leaf for leaf in leaves(BuildPopulationRequest)}["seed"]
+    recover = {leaf.name: leaf for leaf in leaves(RecoverRequest)}["seed"]
+    assert (demo.default, demo.opt.help, build_seed.default, build_seed.opt.help) == (1, "Seed.", 0, "Sampler seed.")
+    assert recover.opt is {f.name: f for f in __import__("dataclasses").fields(Seed)}["seed"].metadata[
+        "cogtestbed.option"] and recover.default == 0
+    assert build(DemoRequest, {}).seed == 1 and DemoRequest().seed == 1
+    assert {leaf.name: leaf.opt.min for leaf in leaves(BuildPopulationRequest)}["chains"] == 2  # its limit
+    with pytest.raises(TypeError, match="record"):
+        variant(Seed, present={"seed": {"record": str}})
+    with pytest.raises(TypeError, match="no option"):
+        variant(Seed, helps={"sed": "x"})
+
+
+def test_an_option_named_apart_keeps_its_keyword_flag_and_record(tmp_path: Path) -> None:
+    """Where one name meant two things (a study's ``--subjects`` grid, ``simulate``'s count, a plan's range),
+    each meaning has its own field (``subject_grid``, ``subject_count``, ``sizes.subjects``) and keeps the
+    user's keyword, flag and ``request`` block key (:attr:`cogtestbed.request.Opt.name`)."""
+    from cogtestbed.simulate_options import SimulateRequest
+    from cogtestbed.validation.studies.study_options import PowerRequest
+
+    power = build(PowerRequest, {"target": "rw-pm", "subjects": "10,20"})
+    assert power.sizes.subject_grid == "10,20" and flat(power)["subjects"] == "10,20"
+    assert request_block(power)["sizes"]["subjects"] == "10,20" and "subject_grid" not in request_block(power)["sizes"]
+    assert {leaf.name: leaf.flags for leaf in leaves(PowerRequest)}["subjects"] == ("--subjects",)
+    sim = build(SimulateRequest, {"experiment": "x", "agent": "rw", "subjects": 3, "method": "step", "trials": 4})
+    assert (sim.who.subject_count, sim.sessions.simulation, sim.sessions.session_trials, sim.agent_name) == (
+        3, "step", 4, "rw")
+    assert request_block(sim)["who"]["subjects"] == 3 and request_block(sim)["sessions"]["method"] == "step"
+    params = inspect.signature(ct.simulate).parameters
+    assert {"subjects", "method", "trials", "agent"} <= set(params) and params["subjects"].default == 10
+    assert inspect.signature(ct.study).parameters["name"].default is None  # a declared study's NAME
 
 
 def test_a_shared_option_is_one_declaration_every_request_reads() -> None:

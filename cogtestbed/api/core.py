@@ -146,9 +146,10 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
 
     req = build(SimulateRequest, {**options, "experiment": experiment, "agent": agent})
     who, ses = req.who, req.sessions
-    subjects, seed, params, population, output, force = who.subjects, who.seed, who.params, who.population, \
+    subjects, seed, params, population, output, force = who.subject_count, who.seed, who.params, who.population, \
         req.output, req.force
-    design, method, adaptive, trials, forms = ses.design, ses.method, ses.adaptive, ses.trials, ses.forms
+    design, method, adaptive, trials, forms = ses.design, ses.simulation, ses.adaptive, ses.session_trials,\
+        ses.assigned_forms
     lapse_invalid, lapse_random, form_sd = req.lapses.lapse_invalid, req.lapses.lapse_random, _form_sds(ses.form_sd)
     on_subject_done = options.get("on_subject_done")
     exp = get_experiment(experiment)
@@ -190,7 +191,7 @@ def _simulate_manifest(exp: ExperimentSpec, agent: str, agent_cls: Any, req: Any
     """The manifest :func:`simulate` writes beside its table; ``method``: the path the run played."""
     return {
         "experiment": exp.name, "agent": agent, "params": manifest_params(agent_cls.parameters, given),
-        "n_subjects": req.who.subjects, "seed": req.who.seed, "method": method,
+        "n_subjects": req.who.subject_count, "seed": req.who.seed, "method": method,
         "lapse": None if not lapse.active else {"invalid": lapse.invalid, "random": lapse.random},
         "design": design_obj.model_dump(),
         "forms": None if form_design is None else form_design.as_json(), "command": "simulate",

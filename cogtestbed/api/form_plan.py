@@ -4,6 +4,7 @@ function of its own options (the number of forms and the subjects per form chose
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence  # noqa: F401 - named by the derived keywords' annotations (design)
 from typing import Any
 
 from cogtestbed.api.checks import public

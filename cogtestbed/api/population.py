@@ -54,7 +54,7 @@ def population_from_fit(fit: Any, **options: Any) -> Population:
 
     req = build(PopulationFromFitRequest, {**options, "fit": fit})
     experiment, model, name, table_or_path, source, allow_unconverged = (
-        req.experiment, req.model, req.name, req.table_or_path, req.source, req.allow_unconverged)
+        req.experiment, req.model, req.name, req.table_or_path, req.provenance, req.allow_unconverged)
     exp = get_experiment(experiment)
     table = None if table_or_path is None else read_table(exp, table_or_path)[0]
     return from_fit(fit, name=name, experiment=exp.name, model=exp.model(model), trials=table, source=source,
@@ -79,7 +79,7 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
 
     req = build(BuildPopulationRequest, {**options, "experiment": experiment, "table_or_path": table_or_path})
     model, name, source, from_source, draws, chains, max_draws, seed, allow_unconverged, output, force = (
-        req.model, req.name, req.source, req.from_source, req.draws, req.chains, req.max_draws, req.seed,
+        req.model, req.name, req.provenance, req.from_source, req.draws, req.chains, req.max_draws, req.seed,
         req.allow_unconverged, req.output, req.force)
     tune = draws if req.tune is None else req.tune
     if tune < 1:

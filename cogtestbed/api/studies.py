@@ -157,12 +157,15 @@ def _assignments(value: Assignments | Sequence[str], option: str) -> dict[str, A
     return parse_assignments(list(value), option)
 
 
-def _sized(experiment: str, design: Design, trials: Sizes | str) -> dict[str, Any]:
-    """The study's ``design`` and ``trials``: a mapping of fields, or ``--design`` items (a comma list
-    on the trials field sweeps it; on another integer field it raises
+def _sized(experiment: str, design: Any, trials: Sizes | str) -> dict[str, Any]:
+    """The study's ``design`` and ``trials``: a mapping of fields, a design object (its fields: the option is
+    :class:`cogtestbed.option_groups.DesignFields`, as ``ct.simulate`` takes it), or ``--design`` items (a comma
+    list on the trials field sweeps it; on another integer field it raises
     :class:`~cogtestbed.validation.studies.sizes.DesignSweep`: one study per value)."""
     from cogtestbed.validation.studies.options import sized
 
+    dump = getattr(design, "model_dump", None)
+    design = dump() if callable(dump) else design
     if isinstance(design, Mapping):
         return {"design": dict(design), "trials": _sizes(trials, (None,), "`trials`")}
     if isinstance(trials, int) or (trials is not None and not isinstance(trials, str)):
@@ -459,8 +462,8 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, **options: A
 
     req = build(FormStudyRequest, {**options, "experiment": experiment, "model": model})
     forms, form_sd, subjects, reps, params, effect, design, trials, level, seed = (
-        req.forms.forms, req.forms.form_sd, req.subjects, req.reps, req.params, req.effect, req.design, req.trials,
-        req.level, req.seed)
+        req.forms.assigned_forms, req.forms.form_sd, req.subject_grid, req.reps, req.params, req.effect,
+        req.design, req.design_trials, req.level, req.seed)
     name = _experiment_name(experiment, model)
     exp = get_experiment(name)
     if forms is None:

@@ -199,7 +199,7 @@ def heldout_nll(experiment: str, trials: pd.DataFrame, **options: Any) -> HeldOu
     from cogtestbed.registry import get_experiment
 
     req = build(HeldoutRequest, options)
-    model, test, seed, n_starts = req.model, req.test, req.seed, req.n_starts
+    model, test, seed, n_starts = req.model, req.held_out, req.seed, req.n_starts
     exp = get_experiment(experiment)
     chosen = heldout_split(list(trials["subject"].unique()), test, seed)[1] if isinstance(test, int) else list(test)
     return score(exp.model(model), trials, chosen, n_starts=n_starts)

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import MaxLength, Overwrite, Sessions
-from cogtestbed.request import option
+from cogtestbed.option_groups import CognitiveModel, Importer, MaxLength, Output, Overwrite, Seed, Sessions
+from cogtestbed.request import option, variant
+from cogtestbed.simulate_options import ExperimentName
 
 if TYPE_CHECKING:
-    from cogtestbed.experiments.spec import ExperimentSpec
+    pass
 
 #: ``options="auto"`` of :func:`cogtestbed.transcript_nll`: the option sets declared for the record's
 #: Psych-201 data set, if any.
@@ -45,26 +46,22 @@ class CheckRequest:
 
 
 @dataclass(frozen=True)
-class ExportRequest(Overwrite):
+class ExportRequest(Importer, Overwrite, variant(  # type: ignore[misc]
+        Output, present={"output": {"cli_type": Path, "cli_required": True}},
+        helps={"output": "File to write (.jsonl, or .zip holding one)."}),
+        variant(ExperimentName, present={"experiment": {"flags": ("--experiment",)}}, helps={  # type: ignore[misc]
+            "experiment": "Experiment of the table (default: its experiment column, or the importer's)."})):
     """A trial table written in another format, as :func:`cogtestbed.export` takes it (the table
     positional); the command line requires ``--to`` and ``--output``."""
 
     to: Literal["psych201"] = option("psych201", cli_type=str, cli_required=True, flags=("--to",),
                                      help="Format: psych201 (JSON Lines, one record per subject).")
-    output: str | os.PathLike[str] | None = option(None, cli_type=Path, cli_required=True, flags=("--output", "-o"),
-                                                   help="File to write (.jsonl, or .zip holding one).")
-    experiment: str | ExperimentSpec | None = option(
-        None, cli_type=str | None, flags=("--experiment",),
-        help="Experiment of the table (default: its experiment column, or the importer's).")
-    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer.")
 
 
 @dataclass(frozen=True)
-class MetricsRequest(Sessions):
+class MetricsRequest(Sessions, Importer):
     """What is read for the metrics, as :func:`cogtestbed.metrics` takes it (the experiment and the
     table positional, the experiment's own metrics options as further keywords)."""
-
-    source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,8 @@ class TranscriptNllRequest(MaxLength):
     """A model's per-choice log-likelihood on transcripts, as :func:`cogtestbed.transcript_nll` takes
     it (the model and the transcripts positional; the command line reads one Psych-201 file)."""
 
-    llm: Any = option("hf:smollm2-135m", cli_type=str, help="An in-process model (hf:...).")
+    #: ``llm``: one in-process model scored (the function's positional argument), not the LLMs run (``--llm``)
+    scored_llm: Any = option("hf:smollm2-135m", cli_type=str, name="llm", help="An in-process model (hf:...).")
     participants: Sequence[str] | None = option(
         None, cli_type=list[str] | None, flags=("--participant", "-p"),
         help="Only this participant id; repeatable (default: every participant).")
@@ -111,13 +109,14 @@ class ValidateRequest(MaxLength):
 
 
 @dataclass(frozen=True)
-class HeldoutRequest:
+class HeldoutRequest(variant(Seed, helps={"seed": "Seed of the held-out draw (test a count)."}),  # type: ignore[misc]
+                     variant(CognitiveModel, defaults={"model": MISSING},  # type: ignore[misc]
+                             helps={"model": "The experiment's model to fit, e.g. rw-pm."})):
     """A cognitive model fitted on training subjects and scored on held-out ones, as
     :func:`cogtestbed.heldout_nll` takes it (the experiment and the trials positional; no command)."""
 
-    model: str = option(cli=False, help="The experiment's model to fit, e.g. rw-pm.")
-    test: Sequence[Hashable] | int = option(
-        cli=False, help="The held-out subjects: their ids, or how many to draw (seeded by seed).")
-    seed: int = option(0, cli=False, help="Seed of the held-out draw (test a count).")
+    #: ``test``: the held-out subjects, not a metrics result's test (``--test``)
+    held_out: Sequence[Hashable] | int = option(
+        cli=False, name="test", help="The held-out subjects: their ids, or how many to draw (seeded by seed).")
     n_starts: int | None = option(None, cli=False,
                                   help="Optimizer starts of the pooled fit (default: the model's own).")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import MISSING, dataclass, replace
 
 import typer
 
@@ -10,18 +10,19 @@ from cogtestbed.api.workflow_options import CheckRequest
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import request_command
 from cogtestbed.option_groups import JsonOutput
-from cogtestbed.request import api_values, option
+from cogtestbed.request import api_values, option, variant
+from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, ExperimentName
 
 #: Status colours of the check table.
 STYLES = {"passed": "green", "failed": "bold red", "xpass": "bold red", "xfail": "yellow", "skipped": "dim"}
 
 
 @dataclass(frozen=True)
-class CheckCommand(JsonOutput):
+class CheckCommand(JsonOutput, variant(ExperimentName, defaults={"experiment": MISSING},  # type: ignore[misc]
+                                       present=EXPERIMENT_ARGUMENT, helps={"experiment": "Experiment name."})):
     """``cogtestbed check``'s own options (its options shared with :func:`cogtestbed.check`:
     :class:`~cogtestbed.api.workflow_options.CheckRequest`)."""
 
-    experiment: str = option(argument=True, help="Experiment name.")
     full: bool = option(False, flags=("--full",), help="Full mode: the designs of the declared studies.")
 
 

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from cogtestbed.cli.app import app, console, print_json
 from cogtestbed.cli.options import request_command
 from cogtestbed.option_groups import JsonOutput
-from cogtestbed.request import option
+from cogtestbed.request import variant
+from cogtestbed.simulate_options import OPTIONAL_EXPERIMENT_ARGUMENT, ExperimentName
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -92,10 +93,9 @@ def _print_planning(plan: dict[str, Any]) -> None:
 
 
 @dataclass(frozen=True)
-class ListRequest(JsonOutput):
+class ListRequest(JsonOutput, variant(ExperimentName, present=OPTIONAL_EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                                      helps={"experiment": "Experiment to describe (omit to list them)."})):
     """What ``cogtestbed list`` shows (its options, declared once: :mod:`cogtestbed.request`)."""
-
-    experiment: str | None = option(None, argument=True, help="Experiment to describe (omit to list them).")
 
 
 @request_command(app, ListRequest, name="list")

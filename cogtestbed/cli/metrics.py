@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +12,9 @@ from cogtestbed.api.workflow_options import MetricsRequest
 from cogtestbed.cli.app import app, console, console_err, print_json, stderr_is_terminal
 from cogtestbed.cli.options import request_command
 from cogtestbed.errors import InputError
-from cogtestbed.option_groups import JsonOutput
-from cogtestbed.request import api_values, option
+from cogtestbed.option_groups import InputPath, JsonOutput
+from cogtestbed.request import api_values, variant
+from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, ExperimentName
 
 
 def metric_option_args(args: list[str]) -> dict[str, str]:
@@ -37,15 +38,15 @@ def metric_option_args(args: list[str]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class MetricsCommand(JsonOutput):
+class MetricsCommand(JsonOutput, variant(InputPath, defaults={"path": None},  # type: ignore[misc]
+                                          present={"path": {"cli_type": Path | None}}),
+                     variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT, helps={  # type: ignore[misc]
+                         "experiment": "Experiment name; may be left out (metrics PATH): then the table's experiment "
+                                       "column, or the experiment whose importer recognises the file."})):
     """``cogtestbed metrics``'s own options (those shared with :func:`cogtestbed.metrics`:
     :class:`~cogtestbed.api.workflow_options.MetricsRequest`; the experiment's own options follow as
     extra ``--NAME VALUE`` arguments)."""
 
-    experiment: str = option(
-        argument=True, help="Experiment name; may be left out (metrics PATH): then the table's experiment column, "
-                            "or the experiment whose importer recognises the file.")
-    path: Path | None = option(None, argument=True, help="Trial table (.parquet) or published data file.")
 
 
 @request_command(app, MetricsRequest, MetricsCommand, context=True,

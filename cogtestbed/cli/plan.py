@@ -13,22 +13,18 @@ sequential design (``--looks``), the hierarchical fit (``--fit hierarchical``), 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import request_command
-from cogtestbed.option_groups import JsonOutput, Overwrite
-from cogtestbed.request import option
+from cogtestbed.option_groups import JsonOutput, Output, Overwrite
+from cogtestbed.request import variant
 from cogtestbed.validation.design.plan_options import PlanRequest
 
 
 @dataclass(frozen=True)
-class PlanOutput(Overwrite, JsonOutput):
+class PlanOutput(Overwrite, JsonOutput, variant(Output, present={"output": {"api": False}}, helps={  # type: ignore[misc]
+        "output": "Write the plan's files (plan.json and report.html, or precision.json, ...) here."})):
     """Where and how ``cogtestbed plan`` puts its plan (the command line's own options)."""
-
-    output: Path | None = option(None, flags=("--output", "-o"), api=False,
-                                 help="Write the plan's files (plan.json and report.html, or precision.json, ...) "
-                                      "here.")
 
 
 @request_command(app, PlanRequest, PlanOutput)

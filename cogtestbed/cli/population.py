@@ -34,7 +34,8 @@ def list_populations() -> None:
 class ShowRequest(JsonOutput):
     """What ``cogtestbed population show`` shows (its options, declared once: :mod:`cogtestbed.request`)."""
 
-    name: str = option(argument=True, help="human:NAME or a population file.")
+    #: ``NAME``: a population shown (``human:NAME`` or a file), not the name a built one is given (``--name``)
+    shown: str = option(argument=True, name="name", help="human:NAME or a population file.")
 
 
 @request_command(population_app, ShowRequest, name="show")
@@ -44,7 +45,7 @@ def show(req: ShowRequest) -> None:
     from cogtestbed.api.population import describe_population, population
     from cogtestbed.registry import get_experiment
 
-    pop = population(req.name)
+    pop = population(req.shown)
     if req.as_json:
         params = get_experiment(pop.experiment).model(pop.model).parameters
         print_json({"name": pop.name, "experiment": pop.experiment, "model": pop.model, "source": pop.source,

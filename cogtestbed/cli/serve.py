@@ -25,8 +25,9 @@ MAX_QUEUE = 16
 class ServeRequest:
     """What ``cogtestbed serve`` serves (its options, declared once: :mod:`cogtestbed.request`)."""
 
-    model: Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--model", "-m"), cli_required=True,
+    #: ``--model``: the LLMs served, not a cognitive model (``plan --model``)
+    served: Sequence[str] | None = option(
+        None, name="model", cli_type=list[str] | None, flags=("--model", "-m"), cli_required=True,
         help="Model to serve, under this name: a hub id, a local path, smollm2-135m, tiny-random, tiny-random-chat "
              "or tiny-random-vlm (repeatable).")
     host: str = option("127.0.0.1", help="Address to listen on.")
@@ -58,7 +59,7 @@ def serve(req: ServeRequest) -> None:
     from cogtestbed.llm_adapters.servers.server import fault_injector, run_server
 
     faults = fault_injector(req.fail_rate, req.status, req.drop, req.delay, req.retry_after, req.fault_seed)
-    code = run_server(list(req.model or ()), req.host, req.port, faults, req.max_body, req.max_seconds,
+    code = run_server(list(req.served or ()), req.host, req.port, faults, req.max_body, req.max_seconds,
                       req.max_queue, list(req.reasoning_as or ()))
     # a generation still running in a worker thread cannot be interrupted: end the process here
     for stream in (sys.stdout, sys.stderr):

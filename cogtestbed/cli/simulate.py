@@ -44,8 +44,8 @@ def simulate(req: SimulateRequest) -> None:
     from cogtestbed.request import api_values
 
     options = api_values(req)
-    subjects, output = req.who.subjects, req.output
-    if req.sessions.method == "step" or req.sessions.adaptive:  # the reference loop is slow: progress per subject
+    subjects, output = req.who.subject_count, req.output
+    if req.sessions.simulation == "step" or req.sessions.adaptive:  # the reference loop is slow: progress per subject
         with Progress(*Progress.get_default_columns(), console=console_err, transient=True) as bar:
             task = bar.add_task("stepping subjects", total=subjects)
             rows = simulate_file(**options, on_subject_done=lambda _: bar.advance(task))

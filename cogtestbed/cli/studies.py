@@ -195,7 +195,7 @@ def _print_form_study(summary: dict[str, Any], as_json: bool) -> None:
 
 
 def _no_forms_with_population(forms: StudyForms, population: Any) -> None:
-    if forms.forms is not None and population is not None:
+    if forms.assigned_forms is not None and population is not None:
         raise InputError("--forms studies draw subjects around the model's medians; --population is not planned "
                          "with forms yet: drop one")
 
@@ -209,12 +209,12 @@ def recover(req: RecoverRequest, watch: Any) -> Study | None:
     from cogtestbed.api.studies import recover as recovery
 
     _no_forms_with_population(req.forms, req.fit.population)
-    if req.forms.forms is not None:
+    if req.forms.assigned_forms is not None:
         sz = req.sizes
         with console_err.status(f"{sz.reps} forms studies of {req.model}"):
-            summary = form_study(req.experiment, req.model, forms=req.forms.forms, form_sd=req.forms.form_sd,
-                                 subjects=str(sz.subjects), reps=sz.reps, params=req.fit.params, design=sz.design,
-                                 trials=sz.trials, seed=req.run.seed)
+            summary = form_study(req.experiment, req.model, forms=req.forms.assigned_forms, form_sd=req.forms.form_sd,
+                                 subjects=str(sz.subject_grid), reps=sz.reps, params=req.fit.params, design=sz.design,
+                                 trials=sz.design_trials, seed=req.run.seed)
         _print_form_study(summary, req.run.as_json)
         return None
     return recovery(**api_values(req), watch=watch)
@@ -245,15 +245,15 @@ def power(req: PowerRequest, watch: Any) -> Study | None:
 
     goal, sz = req.goal, req.sizes
     _no_forms_with_population(req.forms, req.subjects_fit.population)
-    if req.forms.forms is not None:
+    if req.forms.assigned_forms is not None:
         if goal.effect is None:
             raise InputError("power --forms needs --effect NAME=SIZE (0: the type-I error rate)")
         if goal.groups != 1:
             raise InputError("power --forms tests one group's effect across prompt forms: drop --groups")
         with console_err.status(f"{sz.sims} forms studies of {req.target}"):
-            summary = form_study(req.experiment, req.target, forms=req.forms.forms, form_sd=req.forms.form_sd,
-                                 subjects=str(sz.subjects), reps=sz.sims, params=req.subjects_fit.params,
-                                 effect=goal.effect, design=sz.design, trials=sz.trials, level=goal.level,
+            summary = form_study(req.experiment, req.target, forms=req.forms.assigned_forms, form_sd=req.forms.form_sd,
+                                 subjects=str(sz.subject_grid), reps=sz.sims, params=req.subjects_fit.params,
+                                 effect=goal.effect, design=sz.design, trials=sz.design_trials, level=goal.level,
                                  seed=req.run.seed)
         _print_form_study(summary, req.run.as_json)
         return None

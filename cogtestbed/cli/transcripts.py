@@ -9,20 +9,18 @@ from pathlib import Path
 from cogtestbed.api.workflow_options import TranscriptNllRequest, ValidateRequest
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.options import request_command
-from cogtestbed.option_groups import Overwrite
-from cogtestbed.request import api_values, option
+from cogtestbed.option_groups import InputPath, Output, Overwrite
+from cogtestbed.request import api_values, option, variant
 
 
 @dataclass(frozen=True)
-class TranscriptNllCommand(Overwrite):
+class TranscriptNllCommand(
+        variant(InputPath, helps={"path": "A Psych-201 file (prompts.jsonl or prompts.jsonl.zip)."}), Overwrite,  # type: ignore[misc]
+        variant(Output, helps={"output": "Write the per-choice table (.csv or .parquet), or the transcripts with "  # type: ignore[misc]
+                                         "their scores as Psych-201 (.jsonl or .zip: each scored record gains "
+                                         "cogtestbed_scores)."})):
     """``cogtestbed transcript-nll``'s own options (those shared with :func:`cogtestbed.transcript_nll`:
     :class:`~cogtestbed.api.workflow_options.TranscriptNllRequest`)."""
-
-    path: Path = option(argument=True, help="A Psych-201 file (prompts.jsonl or prompts.jsonl.zip).")
-    output: Path | None = option(
-        None, flags=("--output", "-o"),
-        help="Write the per-choice table (.csv or .parquet), or the transcripts with their scores as Psych-201 "
-             "(.jsonl or .zip: each scored record gains cogtestbed_scores).")
 
 
 #: Output suffixes of ``transcript-nll -o``: tables, and Psych-201 files with the scores as metadata.
@@ -76,11 +74,11 @@ def _write(choices: object, output: Path, force: bool) -> None:
     console_err.print(f"wrote {len(choices)} choices to {output}", highlight=False)
 
 @dataclass(frozen=True)
-class ValidateCommand:
+class ValidateCommand(variant(InputPath, helps={  # type: ignore[misc]
+        "path": "A Psych-201 file (prompts.jsonl, prompts.jsonl.zip or .gz)."})):
     """``cogtestbed validate``'s own options (those shared with :func:`cogtestbed.validate`:
     :class:`~cogtestbed.api.workflow_options.ValidateRequest`)."""
 
-    path: Path = option(argument=True, help="A Psych-201 file (prompts.jsonl, prompts.jsonl.zip or .gz).")
     json: bool = option(False, flags=("--json",), help="Print the defects as JSON.")
 
 

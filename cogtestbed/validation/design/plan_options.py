@@ -12,26 +12,38 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
 from cogtestbed.option_groups import (
+    Adaptive,
+    AgentParams,
+    AgentSetting,
     AnswerSettings,
     Assured,
     Base,
     BatchMode,
     BetweenSubjects,
+    CognitiveModel,
     Compared,
     DaskScheduler,
+    Effect,
+    FormSD,
+    HeadlineMetric,
     Level,
+    LLMs,
+    MaxCost,
+    MetricTest,
     PopulationSource,
     PriceTable,
     ReasoningSettings,
+    Seed,
     Unpriced,
     Workers,
 )
-from cogtestbed.request import as_list, as_name, group, option
+from cogtestbed.request import group, option, variant
+from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
 from cogtestbed.validation.studies.options import assignment_items, size_text
 
 
@@ -42,20 +54,12 @@ def _text(value: Any) -> str:
 
 
 @dataclass(frozen=True)
-class PlanTarget(Compared, Assured, Level):
+class PlanTarget(Compared, Assured, Level, AgentSetting, MetricTest, HeadlineMetric, Effect, CognitiveModel):
     """What the plan must detect or estimate, and how surely."""
 
     question: str | None = option(
         None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, "
                    "forms, or a registered one; `cogtestbed plan --help`). Default: chosen from the other options.")
-    model: str | None = option(None, help="Model of an --effect target, e.g. rw-pm.")
-    effect: Mapping[str, float] | str | None = option(
-        None, record=assignment_items, cli_type=str | None,
-        help="NAME=SIZE: a model parameter or contrast (with two --llm or --human: the difference of the second "
-             "group's median over the first's).")
-    metric: str | None = option(None, help="Headline metric whose difference is detected.")
-    test: str | None = option(None, help="Key of the metrics result holding a test.")
-    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
     precision: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,
         help="PARAM=HALFWIDTH (with --model): plan for precision instead of power, the cheapest design where "
@@ -75,7 +79,10 @@ class People(PopulationSource):
 
 
 @dataclass(frozen=True)
-class PlanSizes:
+class PlanSizes(variant(DesignFields, helps={  # type: ignore[misc]
+        "design": "Design field NAME=VALUE (repeatable); NAME=a,b,c on an integer field (n_contexts, "
+                  "trials_per_session, n_reps, ...) gives the values searched: one list at a time, the other fields "
+                  "fixed. Default: the design's defaults."})):
     """The sizes searched and the design fields fixed."""
 
     subjects: Any = option(None, record=size_text, cli_type=str | None,
@@ -88,20 +95,13 @@ class PlanSizes:
         help="Range of trials in one run of the whole design (its n_trials), LO:HI or a comma list, reached through "
              "the experiment's trials field (default: the design's count to 5x). The same in the design's terms: "
              "--design FIELD=a,b,c.")
-    design: Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=assignment_items, cli_type=list[str] | None, flags=("--design",),
-        help="Design field NAME=VALUE (repeatable); NAME=a,b,c on an integer field (n_contexts, trials_per_session, "
-             "n_reps, ...) gives the values searched: one list at a time, the other fields fixed. Default: the "
-             "design's defaults.")
 
 
 @dataclass(frozen=True)
-class PlanSubjects(BetweenSubjects, Base):
+class PlanSubjects(BetweenSubjects, Base,
+                   variant(AgentParams, helps={"params": "Agent parameter NAME=VALUE."})):  # type: ignore[misc]
     """The simulated subjects: their parameters, their lapses, a pilot run's measurements."""
 
-    params: Mapping[str, float] | Sequence[str] | None = option(
-        None, record=assignment_items, cli_type=list[str] | None, flags=("--param",),
-        help="Agent parameter NAME=VALUE.")
     invalid_rate: float | None = option(None, min=0.0, max=1.0,
                                         help="Expected share of invalid answers (simulated as lapses).")
     random_rate: float = option(0.0, min=0.0, max=1.0, help="Expected share of random answers.")
@@ -114,16 +114,14 @@ class PlanSubjects(BetweenSubjects, Base):
 
 
 @dataclass(frozen=True)
-class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode):
+class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode, MaxCost,
+              variant(LLMs, helps={  # type: ignore[misc]
+                  "llm": "BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two "
+                         "LLMs: in a metric, or with --model/--effect in a model parameter). Required for a power "
+                         "target; optional with --precision (default: cost in trials)."})):
     """How a plan prices its design (issue 67: one typed group, passed unchanged to the plan kind): the LLMs
     priced, their prices, batch pricing, the reasoning-token assumption and the answer settings (as run)."""
 
-    llm: str | Sequence[str] | None = option(
-        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
-        help="BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two LLMs: in "
-             "a metric, or with --model/--effect in a model parameter). Required for a power target; optional with "
-             "--precision (default: cost in trials).")
-    max_cost: float | None = option(None, min=0.0, help="Refuse designs costing more (USD).")
     assume_reasoning_tokens: str | None = option(
         None, help="A reasoning model's completion tokens per call, hidden ones included: N (priced from N/2 to 2N) "
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")
@@ -176,17 +174,13 @@ class PlanFit:
 
 
 @dataclass(frozen=True)
-class PlanForms:
+class PlanForms(FormSD):
     """A plan over prompt forms (the ``forms`` plan kind)."""
 
     forms: str | Sequence[int] | None = option(
         None, cli_type=str | None, flags=("--forms",), record=_text,
         help="Counts of prompt forms to plan over, e.g. 1,2,4,8 (with --model, --effect and --form-sd or --pilot): "
              "forms x subjects chosen jointly by dollars.")
-    form_sd: Mapping[str, float] | Sequence[str] | None = option(
-        None, cli_type=list[str] | None, flags=("--form-sd",), record=assignment_items,
-        help="PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
-             "(synthetic subjects; needs --forms).")
 
 
 #: The options of a plan over prompt forms: what ``plan --forms`` reads, the keywords of
@@ -197,31 +191,29 @@ PLAN_FORMS_OPTIONS = ("forms", "model", "effect", "form_sd", "llm", "pilot", "pa
 
 
 @dataclass(frozen=True)
-class PlanAdaptive:
+class PlanAdaptive(variant(Adaptive, present={"adaptive": {"flags": ()}}, helps={  # type: ignore[misc]
+        "adaptive": "PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions "
+                    "and fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, "
+                    "unconstrained scale, with probability --assurance), each priced by --llm."})):
     """Adaptive sessions against fixed ones (``--adaptive``, with ``--precision``)."""
 
-    adaptive: str | Sequence[str] | None = option(
-        None, record=_text, cli_type=str | None,
-        help="PARAM[,PARAM] or all: with --precision PARAM=HALFWIDTH, the trials per session adaptive sessions and "
-             "fixed ones of the same design space need (posterior mean within HALFWIDTH of the truth, unconstrained "
-             "scale, with probability --assurance), each priced by --llm.")
     adaptive_sims: int = option(200, min=2, help="Subjects drawn from the prior that plan --adaptive simulates.")
 
 
 @dataclass(frozen=True)
-class PlanRequest(Workers, DaskScheduler):
+class PlanRequest(variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                          helps={"experiment": "Experiment name, e.g. instrumental-learning."}, positional=True),
+                  Workers, DaskScheduler,
+                  variant(Seed, helps={"seed": "Seed of the simulations and of the planned run."})):  # type: ignore[misc]
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
     take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
 
-    experiment: Any = option(cli_type=str, argument=True, record=as_name,
-                             help="Experiment name, e.g. instrumental-learning.")
     llms: Pricing = group(Pricing, "LLMs and prices")
     target: PlanTarget = group(PlanTarget, "Target")
     people: People = group(People, "Target")
     sizes: PlanSizes = group(PlanSizes, "Sizes")
     simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
-    seed: int = option(0, help="Seed of the simulations and of the planned run.")
     sequential: PlanSequential = group(PlanSequential, "Sequential plan")
     analysis: PlanFit = group(PlanFit, "Fit")
     prompt_forms: PlanForms = group(PlanForms, "Prompt forms")

@@ -10,14 +10,28 @@ nothing heavy: the command line builds its help from here.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any
 
-from cogtestbed.option_groups import AnswerSettings, BatchMode, PriceTable, ReasoningSettings, Unpriced
+from cogtestbed.option_groups import (
+    Adaptive,
+    AnswerSettings,
+    BatchMode,
+    LLMs,
+    MaxCost,
+    Output,
+    PriceTable,
+    PromptForms,
+    ReasoningSettings,
+    Seed,
+    SessionTrials,
+    SubjectCount,
+    Unpriced,
+)
 from cogtestbed.redact import redact_url
-from cogtestbed.request import as_items, as_list, as_name, group, option
+from cogtestbed.request import group, option, variant
+from cogtestbed.simulate_options import OPTIONAL_EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
 
 #: Default ``--retry-for`` in seconds; equal to the library's ``DEFAULT_RETRY_WINDOW`` (not imported
 #: here: the command line builds its help from this module without the library).
@@ -30,14 +44,9 @@ PROGRESS_EVERY = 10
 
 
 @dataclass(frozen=True)
-class RunLLMs(ReasoningSettings):
+class RunLLMs(ReasoningSettings, LLMs):
     """The LLM(s) run and how they are reached."""
 
-    llm: str | Sequence[str] | None = option(
-        None, record=as_list, cli_type=list[str] | None, flags=("--llm",),
-        help="BACKEND:MODEL — hf:smollm2-135m (a real model, offline), hf:tiny-random, hf:<hub id or path>, "
-             "openai:gpt-4o-mini, anthropic:claude-...; keys come from OPENAI_API_KEY / ANTHROPIC_API_KEY.  Give it "
-             "twice (base and instruct, say) to run both on the same sessions and write a paired report.")
     base_url: str | None = option(
         None, record=redact_url,
         help="OpenAI-compatible or Anthropic endpoint (vLLM, Ollama, llama.cpp, LM Studio...); part of the response "
@@ -46,23 +55,14 @@ class RunLLMs(ReasoningSettings):
 
 
 @dataclass(frozen=True)
-class RunSessions:
+class RunSessions(
+        variant(Seed, helps={"seed": "Seed: the same sessions as `simulate --seed`."}),  # type: ignore[misc]
+        variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6."}),  # type: ignore[misc]
+        PromptForms, Adaptive, SessionTrials,
+        variant(SubjectCount, defaults={"subject_count": 1},  # type: ignore[misc]
+                helps={"subject_count": "Independent subjects (sessions)."})):
     """The sessions played: how many, which design, which prompt forms."""
 
-    subjects: int = option(1, min=1, help="Independent subjects (sessions).")
-    seed: int = option(0, help="Seed: the same sessions as `simulate --seed`.")
-    design: Mapping[str, Any] | Sequence[str] | None = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--design",),
-        help="Design field NAME=VALUE (repeatable), e.g. visits_per_casino=6.")
-    forms: str | None = option(
-        None, flags=("--forms",), help="Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, "
-                                       "balanced and seeded (cogtestbed list EXP shows the forms).")
-    adaptive: str | None = option(
-        None, flags=("--adaptive",),
-        help="PARAM[,PARAM] or all: an adaptive session, each next trial chosen to maximise the expected information "
-             "on these parameters of the experiment's model (needs --trials).")
-    trials: int | None = option(None, flags=("--trials",), min=1,
-                                help="Trials of an adaptive session (with --adaptive).")
 
 
 @dataclass(frozen=True)
@@ -98,13 +98,12 @@ class RunTransport:
 
 
 @dataclass(frozen=True)
-class RunBudget(PriceTable, Unpriced):
+class RunBudget(PriceTable, Unpriced, variant(MaxCost, helps={  # type: ignore[misc]
+        "max_cost": "Total spend of the run directory in USD, over every --resume; never exceeded (each call books its "
+                    "worst case first; a subject starts only if its whole worst case fits)."})):
     """The run's budget and prices, its dry run and its resumption."""
 
     max_calls: int | None = option(None, min=0, help="Total new calls of the run directory, over every --resume.")
-    max_cost: float | None = option(
-        None, min=0.0, help="Total spend of the run directory in USD, over every --resume; never exceeded (each call "
-                            "books its worst case first; a subject starts only if its whole worst case fits).")
     add_budget: Sequence[str] | None = option(
         None, cli_type=list[str] | None, flags=("--add-budget",),
         help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")
@@ -124,13 +123,13 @@ class RunBatch(BatchMode):
 
 
 @dataclass(frozen=True)
-class RunRequest:
+class RunRequest(variant(Output, defaults={"output": MISSING}, present={"output": {"cli_type": Path}},  # type: ignore[misc]
+                         helps={"output": "Run directory."}),
+                 variant(ExperimentName, present=OPTIONAL_EXPERIMENT_ARGUMENT, helps={  # type: ignore[misc]
+                     "experiment": "Experiment name, e.g. instrumental-learning (optional with --plan)."})):
     """An LLM run, as ``cogtestbed run`` and :func:`cogtestbed.run` take it (each LLM's settings, a plan's
     applied, are then one :class:`cogtestbed.api.run.LLMRun`)."""
 
-    output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Run directory.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, argument=True,
-                             help="Experiment name, e.g. instrumental-learning (optional with --plan).")
     plan: str | os.PathLike[str] | None = option(
         None, cli_type=Path | None, flags=("--plan", "--monitor"),
         help="plan.json of `cogtestbed plan`: its experiment, design, subjects, seed, answer settings and limits; "

@@ -13,27 +13,45 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from cogtestbed.option_groups import (
+    AgentParams,
+    AgentSetting,
     Assured,
     Base,
     BetweenSubjects,
+    Chains,
+    CognitiveModel,
     Compared,
     DaskScheduler,
+    Effect,
+    FitMethod,
+    FormSD,
+    HeadlineMetric,
+    Importer,
+    InputPath,
     JsonOutput,
     LapseTerm,
     Level,
+    MaxDraws,
+    MetricTest,
+    Output,
     Overwrite,
     PopulationSource,
+    PromptForms,
+    Seed,
     Sessions,
+    SubjectCount,
     Workers,
 )
-from cogtestbed.request import as_items, as_name, as_text, group, option
-from cogtestbed.simulate_options import Lapses
+from cogtestbed.request import as_items, as_text, group, option, variant
+from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName, Lapses
 
+#: :class:`~cogtestbed.option_groups.CognitiveModel` as the command's positional argument (``recover MODEL``).
+MODEL_ARGUMENT = {"model": {"argument": True}}
 #: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
 Sizes = int | Sequence[int] | str | None
 #: ``NAME=VALUE`` settings: a mapping, or the command line's items.
@@ -57,66 +75,96 @@ FORMS_HELP = ("Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigne
 FORM_SD_HELP = ("PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
                 "(synthetic subjects; needs --forms).")
 
-@dataclass(frozen=True)
-class StudyRun(Workers, Overwrite, JsonOutput, DaskScheduler):
-    """Where and how a study runs, and where it is written (every study command's own options)."""
+@dataclass(frozen=True, kw_only=True)
+class SubjectGrid:
+    """The subjects of each simulated data set: a grid of counts."""
 
-    seed: int = option(0, help="Seed of the whole study.")
-    output: str | os.PathLike[str] | None = option(
-        None, cli_type=Path | None, flags=("--output", "-o"),
-        help="Write results.parquet, summary.json, plots and report.html here.")
-
-
-@dataclass(frozen=True)
-class StudyForms:
-    """A study across prompt forms: the command line's ``--forms`` of ``recover`` and ``power``, and
-    :func:`cogtestbed.form_study`'s (:class:`FormStudyRequest`)."""
-
-    forms: str | Sequence[int] | None = option(None, record=as_text, cli_type=str | None, flags=("--forms",), api=False,
-                                               help=FORMS_HELP)
-    form_sd: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--form-sd",), api=False,
-                                  help=FORM_SD_HELP)
+    #: ``subjects``: a grid of counts, not one count (``simulate``, ``run``) or a range a plan searches
+    subject_grid: Sizes = option("50", name="subjects", record=as_text, cli_type=str,
+                                 help="Subjects per data set (comma list).")
 
 
-@dataclass(frozen=True)
-class RecoverSizes:
-    """The simulated data sets."""
+@dataclass(frozen=True, kw_only=True)
+class DesignTrials:
+    """The trials of one run of the whole design: a grid of counts."""
 
-    subjects: Sizes = option("50", record=as_text, cli_type=str, help="Subjects per data set (comma list).")
-    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
-    runs: Sizes = option("1", record=as_text, cli_type=str,
-                         help="Sessions each subject plays, pooled in the fit (comma list; experiments that pool "
-                              "sessions).")
+    #: ``trials``: a design's trials (a grid), not an adaptive session's length or a range a plan searches
+    design_trials: Sizes = option(None, name="trials", record=as_text, cli_type=str | None, help=TRIALS_HELP)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OneDesignTrials(variant(DesignTrials, present={"design_trials": {"cli_type": int | None}},  # type: ignore[misc]
+                              helps={"design_trials": ONE_TRIALS_HELP})):
+    """The trials of one run of the whole design, one count on the command line (model recovery, SBC)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunsGrid:
+    """The runs of the design each simulated data set holds: a grid of counts."""
+
+    #: ``runs``: a grid of counts, not one count of sessions (``sbc``, ``model-recovery``) or a plan's range
+    runs_grid: Sizes = option("1", name="runs", record=as_text, cli_type=str,
+                              help="Sessions each subject plays, pooled in the fit (comma list; experiments that pool "
+                                   "sessions).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionsPerSubject:
+    """The sessions each simulated subject plays: one count."""
+
+    #: ``runs``: one count of sessions, not a grid of runs (``recover``, ``power``) or a plan's range
+    sessions_per_subject: int = option(1, name="runs", min=1,
+                                       help="Sessions per subject (experiments that pool sessions).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reps:
+    """The simulated data sets (replications) of a study."""
+
     reps: int = option(100, min=1, help="Simulated data sets.")
 
 
 @dataclass(frozen=True)
-class RecoverFit(LapseTerm, Assured, PopulationSource):
+class StudyRun(Seed, Workers, Overwrite, JsonOutput, DaskScheduler, Output):
+    """Where and how a study runs, and where it is written (every study command's own options)."""
+
+
+@dataclass(frozen=True)
+class StudyForms(variant(PromptForms, present={"assigned_forms": {"api": False}}),  # type: ignore[misc]
+                 variant(FormSD, present={"form_sd": {"api": False}})):  # type: ignore[misc]
+    """A study across prompt forms: the command line's ``--forms`` of ``recover`` and ``power``, and
+    :func:`cogtestbed.form_study`'s (:class:`FormStudyRequest`)."""
+
+
+@dataclass(frozen=True)
+class RecoverSizes(SubjectGrid, DesignTrials, DesignFields, RunsGrid, Reps):
+    """The simulated data sets."""
+
+
+@dataclass(frozen=True)
+class RecoverFit(AgentParams, FitMethod, Chains, LapseTerm, Assured, PopulationSource):
     """How the true parameters are drawn and the model fitted."""
 
-    method: str = option("mle", help="mle or hierarchical.")
-    sampler: str = option("prior", help="prior (hierarchical prior) or uniform (--population: the population's "
-                                        "draws).")
+    #: ``sampler``: how the true parameters are drawn, not an MCMC sampler (``population build --sampler``)
+    truth_sampler: str = option(
+        "prior", name="sampler", help="prior (hierarchical prior) or uniform (--population: the population's draws).")
     fix: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--fix",),
                               help="Hold model parameter NAME=VALUE fixed.")
-    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
-    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
-    chains: int = option(4, min=1, help="Chains (hierarchical).")
-    precision: Assignments = option(
-        None, record=as_items, cli_type=list[str] | None, flags=("--precision",),
+    #: ``precision``: a recovery's tolerance on each parameter, not a plan's precision target (``plan --precision``)
+    tolerance: Assignments = option(
+        None, name="precision", record=as_items, cli_type=list[str] | None, flags=("--precision",),
         help="PARAM=HALFWIDTH (repeatable): the tolerance a recovered estimate must meet; the verdict calls PARAM "
              "recovered well only where a share >= --assurance of the estimates lies within it. Default: none (r, "
              "RMSE and bias reported, r >= 0.8 convention named).")
 
 
 @dataclass(frozen=True)
-class RecoverRequest:
+class RecoverRequest(
+        ExperimentName,
+        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model name, e.g. rw-pm or cbn-3p."})):
     """Parameter recovery, as ``cogtestbed recover`` and :func:`cogtestbed.recover` take it."""
 
-    model: str = option(argument=True, help="Model name, e.g. rw-pm or cbn-3p.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     sizes: RecoverSizes = group(RecoverSizes, "Sizes")
     fit: RecoverFit = group(RecoverFit, "Truth and fit")
     lapses: Lapses = group(Lapses, "Lapses")
@@ -125,56 +173,44 @@ class RecoverRequest:
 
 
 @dataclass(frozen=True)
-class ModelRecoverySizes:
+class ModelRecoverySizes(
+        variant(SubjectCount, defaults={"subject_count": 30}, helps={"subject_count": ""}),  # type: ignore[misc]
+        OneDesignTrials,
+        DesignFields, SessionsPerSubject, variant(Reps, defaults={"reps": 50}, helps={"reps": ""})):  # type: ignore[misc]
     """The simulated data sets."""
 
-    subjects: int = option(30, min=1, help="")
-    trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
-    runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
-    reps: int = option(50, min=1, help="")
-
 
 @dataclass(frozen=True)
-class HierarchicalFit:
+class HierarchicalFit(AgentParams, variant(Chains, defaults={"draws": 500, "chains": 2})):  # type: ignore[misc]
     """The fit (the hierarchical one's draws and chains)."""
 
-    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
-    draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
-    chains: int = option(2, min=1, help="Chains (hierarchical).")
 
 
 @dataclass(frozen=True)
-class ModelRecoveryRequest:
+class ModelRecoveryRequest(FitMethod, ExperimentName):
     """Model recovery, as ``cogtestbed model-recovery`` and :func:`cogtestbed.model_recovery` take it."""
 
     models: Sequence[str] = option(cli_type=list[str], argument=True, help="Candidate models, e.g. rw rw-pm.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     sizes: ModelRecoverySizes = group(ModelRecoverySizes, "Sizes")
-    method: str = option("mle", help="mle or hierarchical.")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
     run: StudyRun = group(StudyRun, "Run and output")
 
 
 @dataclass(frozen=True)
-class SbcSizes:
+class SbcSizes(
+        variant(SubjectCount, defaults={"subject_count": 20}, helps={"subject_count": ""}),  # type: ignore[misc]
+        OneDesignTrials,
+        DesignFields, SessionsPerSubject, variant(Reps, helps={"reps": "Simulated data sets (prior draws)."})):  # type: ignore[misc]
     """The simulated data sets (prior draws)."""
-
-    subjects: int = option(20, min=1, help="")
-    trials: Sizes = option(None, record=as_text, cli_type=int | None, help=ONE_TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
-    runs: int = option(1, min=1, help="Sessions per subject (experiments that pool sessions).")
-    reps: int = option(100, min=1, help="Simulated data sets (prior draws).")
 
 
 @dataclass(frozen=True)
-class SbcRequest:
+class SbcRequest(
+        ExperimentName,
+        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model with a PyMC version, e.g. rw-pm or cbn-3p."})):
     """Simulation-based calibration, as ``cogtestbed sbc`` and :func:`cogtestbed.sbc` take it."""
 
-    model: str = option(argument=True, help="Model with a PyMC version, e.g. rw-pm or cbn-3p.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     sizes: SbcSizes = group(SbcSizes, "Sizes")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
     backend: str = option("auto", help="NUTS implementation: auto, nutpie or pymc.")
@@ -182,15 +218,12 @@ class SbcRequest:
 
 
 @dataclass(frozen=True)
-class PowerTarget(Compared, Level):
+class PowerTarget(
+        variant(Effect, helps={  # type: ignore[misc]
+            "effect": "NAME=SIZE, a model parameter or contrast, e.g. optimism_bias=0.2 (0: the type-I error rate)."}),
+        HeadlineMetric, MetricTest, AgentSetting, Compared, Level):
     """What the study must detect: a model parameter or contrast, a metric difference or a declared test."""
 
-    effect: Mapping[str, float] | str | None = option(
-        None, record=as_items, cli_type=str | None,
-        help="NAME=SIZE, a model parameter or contrast, e.g. optimism_bias=0.2 (0: the type-I error rate).")
-    metric: str | None = option(None, help="Headline metric whose difference is detected.")
-    test: str | None = option(None, help="Key of the metrics result holding a test (p_value/reject).")
-    agent: str | None = option(None, help="AGENT[:p=v,...] under which --test runs.")
     sweep: str | None = option(
         None, help="NAME=a,b,c: an agent parameter (or design field) whose values each get a rate (with --test or "
                    "--metric), e.g. leak=0,0.1: at 0 the false-positive rate, above it the power. Default: none.")
@@ -206,37 +239,29 @@ class PowerTarget(Compared, Level):
 
 
 @dataclass(frozen=True)
-class PowerSizes:
+class PowerSizes(
+        variant(SubjectGrid, defaults={"subject_grid": "10,20,40,80"},  # type: ignore[misc]
+                helps={"subject_grid": "Subjects grid (comma list; --effect)."}),
+        variant(RunsGrid, defaults={"runs_grid": None}, present={"runs_grid": {"cli_type": str | None}}, helps={  # type: ignore[misc]
+            "runs_grid": "Runs grid (comma list): sessions per subject, pooled in its fit (--effect; default 1), or "
+                         "runs of the design each simulated study computes the test over, pooled (--test; default 1: "
+                         "one subject) or per setting (--metric; default 10)."}),
+        DesignTrials, DesignFields):
     """The sizes each get a rate, and the simulated studies per size."""
 
-    subjects: Sizes = option("10,20,40,80", record=as_text, cli_type=str, help="Subjects grid (comma list; --effect).")
-    runs: Sizes = option(
-        None, record=as_text, cli_type=str | None,
-        help="Runs grid (comma list): sessions per subject, pooled in its fit (--effect; default 1), or runs of the "
-             "design each simulated study computes the test over, pooled (--test; default 1: one subject) or per "
-             "setting (--metric; default 10).")
-    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
     sims: int = option(200, min=1, help="Simulated studies per cell.")
 
 
 @dataclass(frozen=True)
-class PowerSubjects(BetweenSubjects, Base, PopulationSource):
+class PowerSubjects(HierarchicalFit, FitMethod, BetweenSubjects, Base, PopulationSource):
     """The simulated subjects and their fit."""
-
-    method: str = option("mle", help="mle or hierarchical.")
-    params: Assignments = option(None, record=as_items, cli_type=list[str] | None, flags=("--param",), help=PARAM_HELP)
-    draws: int = option(500, min=1, help="Posterior draws per chain (hierarchical).")
-    chains: int = option(2, min=1, help="Chains (hierarchical).")
 
 
 @dataclass(frozen=True)
-class PowerRequest:
+class PowerRequest(variant(ExperimentName, helps={"experiment": "Experiment (with --effect)."})):  # type: ignore[misc]
     """A power study, as ``cogtestbed power`` and :func:`cogtestbed.power` take it."""
 
     target: str = option(argument=True, help="Model (with --effect) or experiment (with --metric / --test).")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help="Experiment (with --effect).")
     goal: PowerTarget = group(PowerTarget, "Target")
     sizes: PowerSizes = group(PowerSizes, "Sizes")
     subjects_fit: PowerSubjects = group(PowerSubjects, "Simulated subjects and fit")
@@ -246,48 +271,42 @@ class PowerRequest:
 
 
 @dataclass(frozen=True)
-class MetricValidityRequest:
+class MetricValidityRequest(
+        variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                helps={"experiment": "Experiment name."}),
+        variant(RunsGrid, defaults={"runs_grid": "10"},  # type: ignore[misc]
+                helps={"runs_grid": "Runs (units) the metric is computed over (comma list)."}),
+        DesignTrials, DesignFields, variant(Reps, defaults={"reps": 20}, helps={"reps": "Replications per value."}),  # type: ignore[misc]
+        variant(HeadlineMetric, defaults={"metric": MISSING}, helps={"metric": "Headline metric."}),  # type: ignore[misc]
+        variant(AgentSetting, defaults={"agent": MISSING},  # type: ignore[misc]
+                helps={"agent": "AGENT[:p=v,...]: the agent and its base setting."})):
     """A metric's validity, as ``cogtestbed metric-validity`` and :func:`cogtestbed.metric_validity` take it."""
 
-    experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
-    metric: str = option(help="Headline metric.")
-    agent: str = option(help="AGENT[:p=v,...]: the agent and its base setting.")
     parameter: str = option(help="Agent parameter swept.")
     values: Sequence[float] | str = option(record=as_text, cli_type=str, help="Values of the parameter (comma list).")
     direction: str = option("any", help="increasing, decreasing or any.")
-    runs: Sizes = option("10", record=as_text, cli_type=str,
-                         help="Runs (units) the metric is computed over (comma list).")
-    trials: Sizes = option(None, record=as_text, cli_type=str | None, help=TRIALS_HELP)
-    design: Design = option(None, record=as_items, cli_type=list[str] | None, flags=("--design",), help=DESIGN_HELP)
-    reps: int = option(20, min=1, help="Replications per value.")
     run: StudyRun = group(StudyRun, "Run and output")
 
 
 @dataclass(frozen=True)
-class DeclaredStudyRequest:
+class DeclaredStudyRequest(
+        variant(Reps, defaults={"reps": 20}, helps={"reps": "Replications."}),  # type: ignore[misc]
+        variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                helps={"experiment": "Experiment name."})):
     """A study the experiment declares, as ``cogtestbed study`` and :func:`cogtestbed.study` take it."""
 
-    experiment: Any = option(record=as_name, cli_type=str, argument=True, help="Experiment name.")
-    name: str | None = option(None, argument=True, help="Declared study (omit to list them), e.g. metric-power or "
-                                                        "recovery:1.")
-    reps: int = option(20, min=1, help="Replications.")
+    #: ``NAME``: a declared study, not a population's name (``population build --name``)
+    study: str | None = option(None, argument=True, name="name",
+                               help="Declared study (omit to list them), e.g. metric-power or recovery:1.")
     run: StudyRun = group(StudyRun, "Run and output")
 
 
 #: ``--sessions`` of a command that imports published files.
 
 @dataclass(frozen=True)
-class FitSampling:
+class FitSampling(Chains, MaxDraws, variant(Seed, helps={  # type: ignore[misc]
+        "seed": "Seed of the hierarchical sampler's chains (the MLE starts from a fixed grid and uses none)."})):
     """The hierarchical fit's sampling."""
-
-    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
-    max_draws: int | None = option(
-        None, flags=("--max-draws",), min=1,
-        help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
-             "chain, up to this many.")
-    chains: int = option(4, min=1, help="Chains (hierarchical).")
-    seed: int = option(0, help="Seed of the hierarchical sampler's chains (the MLE starts from a fixed grid and "
-                               "uses none).")
 
 
 @dataclass(frozen=True)
@@ -300,10 +319,8 @@ class PosteriorFile:
 
 
 @dataclass(frozen=True)
-class FitTerms(LapseTerm):
+class FitTerms(LapseTerm, FitMethod):
     """The fitted model's method and terms (among the command's own options)."""
-
-    method: Literal["mle", "hierarchical"] = option("mle", cli_type=str, help="mle or hierarchical.")
     form_effects: Sequence[str] | str | None = option(
         None, cli_type=str | None, flags=("--form-effects",),
         help="P1,P2,...: the parameters given a prompt-form effect when the table has a 'form' column "
@@ -311,10 +328,9 @@ class FitTerms(LapseTerm):
 
 
 @dataclass(frozen=True)
-class FitUnits(Sessions):
+class FitUnits(Sessions, Importer):
     """What is read and what one fitted unit is."""
 
-    source: str = option("auto", flags=("--from",), help="auto, trials or an importer.")
     unit: str = option(
         "auto", flags=("--unit",),
         help="What one fitted unit is: subject (each subject of the file with its sessions), session, agent (the "
@@ -327,15 +343,12 @@ class FitUnits(Sessions):
 
 
 @dataclass(frozen=True)
-class FitRequest(Overwrite, JsonOutput):
+class FitRequest(Overwrite, JsonOutput, variant(Output, defaults={"output": MISSING}, present={  # type: ignore[misc]
+        "output": {"cli_type": Path}}, helps={"output": "Output directory."}), InputPath, ExperimentName,
+        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model name, e.g. rw-pm."})):
     """A fit written to a folder, as ``cogtestbed fit`` and :func:`cogtestbed.fit_and_save` take it."""
 
-    model: str = option(argument=True, help="Model name, e.g. rw-pm.")
-    path: str | os.PathLike[str] = option(cli_type=Path, argument=True,
-                                          help="Trial table (.parquet) or published data file.")
-    output: str | os.PathLike[str] = option(cli_type=Path, flags=("--output", "-o"), help="Output directory.")
-    experiment: Any = option(None, record=as_name, cli_type=str | None, flags=("--experiment", "-e"),
-                             help=EXPERIMENT_HELP)
     terms: FitTerms = group(FitTerms, None, defaults={"method": "hierarchical"})
     units: FitUnits = group(FitUnits, "Data and units")
     sampling: FitSampling = group(FitSampling, "Sampling")
@@ -353,24 +366,21 @@ class FitTableRequest:
 
 
 @dataclass(frozen=True)
-class FormStudyRequest(Level):
+class FormStudyRequest(
+        ExperimentName, variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+                helps={"model": "Model name, e.g. rw-pm."}),
+        variant(SubjectGrid, defaults={"subject_grid": 50},  # type: ignore[misc]
+                helps={"subject_grid": "Subjects in all, split over the forms."}),
+        variant(Reps, helps={"reps": "Simulated studies."}),  # type: ignore[misc]
+        variant(DesignTrials, helps={"design_trials": "Refused across forms: the design's trials field is set with "  # type: ignore[misc]
+                                                      "design."}),
+        Level, Seed, AgentParams, DesignFields, variant(Effect, helps={  # type: ignore[misc]
+        "effect": "NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the type-I error "
+                  "rate); without it the recovery of the form SD and its interval's coverage."})):
     """A study across prompt forms, as :func:`cogtestbed.form_study` takes it (``recover --forms`` and
     ``power --forms`` call it with their options): the forms' options are :class:`StudyForms`, as on
     the command line."""
 
-    model: str = option(argument=True, cli=False, help="Model name, e.g. rw-pm.")
-    experiment: Any = option(None, record=as_name, cli=False, help=EXPERIMENT_HELP)
-    subjects: int | str = option(50, cli=False, help="Subjects in all, split over the forms.")
-    reps: int = option(100, cli=False, help="Simulated studies.")
-    params: Assignments = option(None, record=as_items, cli=False, help=PARAM_HELP)
-    effect: Mapping[str, float] | str | None = option(
-        None, record=as_items, cli=False,
-        help="NAME=SIZE: the forms-aware test's rejection rate beside the naive test's (0: the type-I error rate); "
-             "without it the recovery of the form SD and its interval's coverage.")
-    design: Design = option(None, record=as_items, cli=False, help=DESIGN_HELP)
-    trials: Sizes = option(None, record=as_text, cli=False,
-                           help="Refused across forms: the design's trials field is set with design.")
-    seed: int = option(0, cli=False, help="Seed of the whole study.")
     forms: StudyForms = group(StudyForms, "Prompt forms")
 
 

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import typer
-from typer._click import Context
 from typer.core import TyperGroup
+
+from cogtestbed.shims.typer_shim import ClickContext as Context
 
 if TYPE_CHECKING:  # rich is imported when a command first prints through a console
     from rich.console import Console

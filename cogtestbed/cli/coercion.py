@@ -9,9 +9,9 @@ a choice, a list, a parser, a file) goes to typer's own coercion, built on deman
 conversions are typer's.
 
 It is installed per command by :func:`use_plain_coercion` (the command group calls it on each
-command it resolves).  It relies on typer's parameter attributes (``type_descriptor``,
-``_runtime_param``) and does nothing where a typer release lacks them, so values are then
-coerced by typer as before.
+command it resolves).  It relies on typer's parameter attributes (``type_descriptor`` and the
+runtime coercion slot, reached only through :mod:`cogtestbed.shims.typer_shim`) and does nothing
+where a typer release lacks them, so values are then coerced by typer as before.
 """
 
 from __future__ import annotations
@@ -43,9 +43,9 @@ def plain_value(descriptor: Any, value: Any, param: Any, ctx: Any) -> Any:
             return value
         return NOT_PLAIN
     if annotation is Path and info.path_type is None and type(value) is str and value and str(Path(value)) == value:
-        from typer._param_types import coerce_cli_path
+        from cogtestbed.shims.typer_shim import coerce_path
 
-        return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
+        return coerce_path(Path(value), info, param, ctx)
     return NOT_PLAIN
 
 
@@ -65,9 +65,9 @@ class PlainCoercion:
             if plain is not NOT_PLAIN:
                 return plain
         if self._typer is None:
-            from typer._coercion import build_runtime_param
+            from cogtestbed.shims.typer_shim import typer_coercion
 
-            self._typer = build_runtime_param(self.descriptor)
+            self._typer = typer_coercion(self.descriptor)
         return self._typer.coerce(value, param=param, ctx=ctx)
 
 
@@ -78,11 +78,13 @@ def use_plain_coercion(command: Any, ctx: Any) -> None:
     (built on first use, from the help names its context inherits from the group's) is one of
     its parameters too, which an absent ``--help`` (``None``) would otherwise coerce.
     """
+    from cogtestbed.shims.typer_shim import set_coercion, unbuilt
+
     params = list(getattr(command, "params", ()))
     if "help_option_names" not in (getattr(command, "context_settings", None) or {}):
         help_option = command.get_help_option(ctx) if hasattr(command, "get_help_option") else None
         params.extend([help_option] if help_option is not None else [])
     for param in params:
         descriptor = getattr(param, "type_descriptor", None)
-        if descriptor is not None and getattr(param, "_runtime_param", NOT_PLAIN) is None:
-            param._runtime_param = PlainCoercion(descriptor)
+        if descriptor is not None and unbuilt(param):
+            set_coercion(param, PlainCoercion(descriptor))

@@ -158,10 +158,10 @@ def _private_reaches(path: Path, root: Path = ROOT) -> list[str]:
                       if _private(a.name) or any(_private(p) for p in parts)]
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and _private(node.attr):
-            root = node.value
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            if isinstance(root, ast.Name) and root.id in modules:
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in modules:
                 found.append(ast.unparse(node))
     return [f"{path.relative_to(root)}: {f}" for f in found]
 
@@ -179,3 +179,18 @@ def test_the_private_name_scan_finds_a_reach(tmp_path: Path) -> None:
     assert _private_reaches(probe, tmp_path) == [
         "probe.py: from typer._click import Context", "probe.py: from nutpie import _lib",
         "probe.py: numba.core.bytecode._unique_ids"]
+
+
+def test_torch_shim_is_pinned_to_the_makefiles_torch_and_its_kernels_compute_a_linear_layer() -> None:
+    """torch is left out of the locks (its CPU wheel is installed by the Makefile's ``TORCH`` pin)."""
+    from cogtestbed.shims import torch_shim
+
+    assert re.findall(r"^TORCH := torch==(\S+)", (ROOT / "Makefile").read_text(encoding="utf-8"), flags=re.M) == [
+        torch_shim.LOCKED]
+    torch = pytest.importorskip("torch")
+    assert torch_shim.problems() == []
+    reorder, pointwise = torch_shim.onednn_linear_ops(torch)  # type: ignore[misc]
+    w, b, x = torch.tensor([[1.0, 2.0], [0.5, -1.0], [0.0, 3.0]]), torch.tensor([0.1, 0.2, 0.3]), torch.ones(4, 2)
+    with torch.inference_mode():
+        out = pointwise(x, reorder(w, None), b, "none", [], "")
+    assert torch.allclose(out, x @ w.T + b) and tuple(out.shape) == (4, 3)

@@ -104,29 +104,24 @@ def test_no_module_outside_the_shims_reaches_into_those_internals() -> None:
     assert found == []
 
 
-def test_typer_shim_sets_a_parameters_coercion_slot_and_typer_calls_it() -> None:
+def test_typer_shim_fills_each_parameters_coercion_slot_and_typer_calls_it() -> None:
     import typer
     from typer.main import get_command
 
     app = typer.Typer()
 
     @app.command()
-    def cmd(name: str = "x") -> None:
-        print(name)
+    def cmd(name: str = "x", count: int = 1) -> None:
+        print(name, count)
 
     click_cmd = get_command(app)
-    param = next(p for p in click_cmd.params if p.name == "name")
-    assert typer_shim.unbuilt(param)
-    seen: list[object] = []
-
-    class Upper:
-        def coerce(self, value: object, param: object, ctx: object) -> object:
-            seen.append(value)
-            return str(value).upper()
-
-    typer_shim.set_coercion(param, Upper())
-    assert not typer_shim.unbuilt(param)
-    assert param.process_value(typer_shim.ClickContext(click_cmd), "abc") == "ABC" and seen == ["abc"]
+    params = {p.name: p for p in click_cmd.params}
+    assert all(p._runtime_param is None for p in params.values())  # typer builds its own on first use
+    ctx = typer_shim.ClickContext(click_cmd)
+    typer_shim.use_plain_coercion(click_cmd, ctx)
+    assert all(isinstance(p._runtime_param, typer_shim.PlainCoercion) for p in params.values())
+    assert params["name"].process_value(ctx, "abc") == "abc"
+    assert params["count"].process_value(ctx, "7") == 7  # typer's own coercion, built on demand
 
 
 def _third_party(module: str) -> bool:

@@ -1,52 +1,95 @@
-"""typer's internals the command line relies on (issue 73): its vendored click context, a parameter's
-runtime coercion and its path checks.
+"""typer's internals the command line relies on (issue 73): command-line values that need no conversion
+skip typer's pydantic coercion.
 
-typer (0.29) converts every parameter value through a pydantic ``TypeAdapter`` held in a parameter's
-``_runtime_param`` (built on first use by ``typer._coercion.build_runtime_param``); it has no public hook
-for another coercion.  :func:`unbuilt` / :func:`set_coercion` read and set that attribute,
-:func:`typer_coercion` builds typer's own, :func:`coerce_path` runs typer's path checks
-(``typer._param_types.coerce_cli_path``), and :data:`ClickContext` is the vendored click ``Context``
-(``typer._click``) that typer's command groups are called with (:mod:`cogtestbed.cli.coercion`).
+typer (0.29) converts every parameter value through a pydantic ``TypeAdapter`` built on first use and kept in
+the parameter's ``_runtime_param``; it has no public hook for another coercion.  A fitting call that reads three
+strings and a path would import pydantic's validator machinery and build four adapters (≈ 0.1 s of CPU) to hand
+back the strings it was given.  :class:`PlainCoercion` answers the values whose conversion is the identity, or
+a plain ``Path``, itself, exactly as typer's adapter would; every other value (a number typed on the command
+line, a choice, a list, a parser, a file) goes to typer's own coercion (``typer._coercion``), built on demand,
+so errors and conversions are typer's.  It is installed per command by :func:`use_plain_coercion` (the command
+group, :class:`cogtestbed.cli.app.LightGroup`, calls it on each command it resolves), and does nothing where a
+typer release lacks the attributes it relies on (``type_descriptor``, ``_runtime_param``), so values are then
+coerced by typer as before.  :data:`ClickContext` is the vendored click ``Context`` (``typer._click``).
 """
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 from typer._click import Context as ClickContext
 
 #: The typer version this shim was written against (``locks/test.txt``, ``locks/demo.txt``).
 LOCKED = "0.29.2"
-#: Marks a parameter with no ``_runtime_param`` attribute (another typer release).
-_ABSENT = object()
+#: Marks a value :func:`plain_value` cannot pass through (``None`` is a value).
+NOT_PLAIN = object()
 
 
-def unbuilt(param: Any) -> bool:
-    """Whether typer's parameter ``param`` has a runtime coercion slot not built yet (False where the typer
-    release has no such slot: values are then coerced by typer as before)."""
-    return getattr(param, "_runtime_param", _ABSENT) is None
+def plain_value(descriptor: Any, value: Any, param: Any, ctx: Any) -> Any:
+    """``value`` as typer's adapter for ``descriptor`` would return it, or :data:`NOT_PLAIN`.
+
+    Passed through: a ``str`` for a ``str`` parameter, a ``bool`` for a ``bool`` one, an ``int``
+    or ``float`` of the parameter's own type within its ``min`` / ``max`` (a default value).  A
+    ``str`` for a ``pathlib.Path`` parameter becomes ``Path(value)`` (pydantic's lax ``Path``
+    validation) where that spells the path as given (the messages name it as typed), then goes
+    through typer's own checks (``coerce_cli_path``: existence, kind, permissions).
+    """
+    info = descriptor.parameter_info
+    if info.parser is not None or descriptor.is_choice or descriptor.is_file:
+        return NOT_PLAIN
+    annotation = descriptor.annotation
+    if annotation in (str, bool) and type(value) is annotation:
+        return value
+    if annotation in (int, float) and type(value) is annotation and not info.clamp:
+        if (info.min is None or value >= info.min) and (info.max is None or value <= info.max):
+            return value
+        return NOT_PLAIN
+    if annotation is Path and info.path_type is None and type(value) is str and value and str(Path(value)) == value:
+        from typer._param_types import coerce_cli_path
+
+        return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
+    return NOT_PLAIN
 
 
-def set_coercion(param: Any, coercion: Any) -> None:
-    """Make ``coercion`` (an object with typer's ``coerce(value, param, ctx)``) ``param``'s runtime coercion."""
-    param._runtime_param = coercion
+class PlainCoercion:
+    """A parameter's runtime coercion: :func:`plain_value` first, typer's own otherwise."""
+
+    def __init__(self, descriptor: Any) -> None:
+        self.descriptor = descriptor
+        self._typer: Any = None
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        """typer's ``RuntimeParam.coerce`` contract: the converted value of ``param``."""
+        if not (param.multiple or param.nargs == -1):
+            if value is None:
+                return None
+            plain = plain_value(self.descriptor, value, param, ctx)
+            if plain is not NOT_PLAIN:
+                return plain
+        if self._typer is None:
+            from typer._coercion import build_runtime_param
+
+            self._typer = build_runtime_param(self.descriptor)
+        return self._typer.coerce(value, param=param, ctx=ctx)
 
 
-def typer_coercion(descriptor: Any) -> Any:
-    """typer's own runtime coercion for a parameter's ``type_descriptor``."""
-    from typer._coercion import build_runtime_param
+def use_plain_coercion(command: Any, ctx: Any) -> None:
+    """Give each typer parameter of ``command`` a :class:`PlainCoercion` (none already built).
 
-    return build_runtime_param(descriptor)
-
-
-def coerce_path(value: Any, info: Any, param: Any, ctx: Any) -> Any:
-    """typer's checks of a ``pathlib.Path`` value (existence, kind, permissions) as its coercion runs them."""
-    from pathlib import Path
-
-    from typer._param_types import coerce_cli_path
-
-    return coerce_cli_path(value, info, path_type=Path, param=param, ctx=ctx)
+    ``ctx`` is the context of the group that resolved ``command``: the command's help option
+    (built on first use, from the help names its context inherits from the group's) is one of
+    its parameters too, which an absent ``--help`` (``None``) would otherwise coerce.
+    """
+    params = list(getattr(command, "params", ()))
+    if "help_option_names" not in (getattr(command, "context_settings", None) or {}):
+        help_option = command.get_help_option(ctx) if hasattr(command, "get_help_option") else None
+        params.extend([help_option] if help_option is not None else [])
+    for param in params:
+        descriptor = getattr(param, "type_descriptor", None)
+        if descriptor is not None and getattr(param, "_runtime_param", NOT_PLAIN) is None:
+            param._runtime_param = PlainCoercion(descriptor)
 
 
 def problems() -> list[str]:
@@ -75,4 +118,4 @@ def problems() -> list[str]:
     return out
 
 
-__all__ = ["LOCKED", "ClickContext", "coerce_path", "problems", "set_coercion", "typer_coercion", "unbuilt"]
+__all__ = ["LOCKED", "NOT_PLAIN", "ClickContext", "PlainCoercion", "plain_value", "problems", "use_plain_coercion"]

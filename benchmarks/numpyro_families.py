@@ -163,7 +163,7 @@ def loss_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
 
 
 def _noisy_or_tasks(b: Any, m1: Any, m2: Any, q: Any) -> Any:
-    """The 11 noisy-OR task probabilities (:func:`cogtestbed.inference.causal_hierarchical.noisy_or_tasks_pt`)."""
+    """The 11 noisy-OR task probabilities (``noisy_or_tasks_pt`` of tests/test_causal_hierarchical.py)."""
     import jax.numpy as jnp
 
     e00, e01, e10 = b, 1 - (1 - b) * (1 - m2), 1 - (1 - b) * (1 - m1)

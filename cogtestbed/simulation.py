@@ -341,20 +341,27 @@ def simulate(
     and ``param_<name>`` holds the shifted value each subject was simulated with.  Sessions and
     the agent's draws are those of the same seed without forms.
     """
-    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
-    if n_subjects < 1:
-        raise InputError("n_subjects must be at least 1")
-    agent_cls = exp.agent(agent)
-    design = design if design is not None else exp.env_cls.design_cls()
-    per_subject = subject_params(agent_cls, params, n_subjects)
-    drawn = None
-    if forms is not None:
-        drawn = draw_forms(forms, n_subjects, seed)
-        per_subject = shifted_params(agent_cls, per_subject, drawn)
+    exp, agent_cls, design, per_subject, drawn = _subjects(experiment, agent, n_subjects, seed, params, design, forms)
     with chosen_path(method, exp, agent_cls, design, per_subject, n_subjects, lapse) as path, \
             interpreting(path == "interpreted"):
         table = _play(exp, agent, agent_cls, design, n_subjects, seed, per_subject, path, on_subject_done, lapse)
     return table if drawn is None else with_form_columns(table, drawn)
+
+
+def _subjects(experiment: str | Experiment, agent: str, n_subjects: int, seed: int,
+              params: Mapping[str, Any] | None, design: Design | None, forms: FormDesign | None,
+              ) -> tuple[Experiment, type[SyntheticAgent], Design, dict[str, np.ndarray], FormDraw | None]:
+    """A simulation's experiment, agent class, design (the default where None), each subject's parameters
+    (shifted by its prompt form's offsets where ``forms`` is given) and the forms drawn (:func:`simulate`)."""
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    if n_subjects < 1:
+        raise InputError("n_subjects must be at least 1")
+    agent_cls = exp.agent(agent)
+    per_subject = subject_params(agent_cls, params, n_subjects)
+    drawn = None if forms is None else draw_forms(forms, n_subjects, seed)
+    if drawn is not None:
+        per_subject = shifted_params(agent_cls, per_subject, drawn)
+    return exp, agent_cls, design if design is not None else exp.env_cls.design_cls(), per_subject, drawn
 
 
 def _play(exp: Experiment, agent: str, agent_cls: type[SyntheticAgent], design: Design, n_subjects: int,
@@ -419,16 +426,7 @@ def simulate_chunks(
     where the environment draws them as uniforms with a subject axis first (every session of the chunk
     alone); otherwise all sessions are drawn up front and sliced (their arrays only, not the table).
     ``method`` is a resolved path (:func:`chosen_path`)."""
-    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
-    if n_subjects < 1:
-        raise InputError("n_subjects must be at least 1")
-    agent_cls = exp.agent(agent)
-    design = design if design is not None else exp.env_cls.design_cls()
-    per_subject = subject_params(agent_cls, params, n_subjects)
-    drawn = None
-    if forms is not None:
-        drawn = draw_forms(forms, n_subjects, seed)
-        per_subject = shifted_params(agent_cls, per_subject, drawn)
+    exp, agent_cls, design, per_subject, drawn = _subjects(experiment, agent, n_subjects, seed, params, design, forms)
     if chunk is None:
         chunk = chunk_subjects(exp, agent, {k: v[0] for k, v in per_subject.items()}, design, method)
     draws = _ChunkDraws(exp, agent_cls, design, n_subjects, seed, lapse)

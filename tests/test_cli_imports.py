@@ -117,7 +117,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 #: run statsmodels' Newton fit without it), scipy.stats (the fits are numba's; scipy.optimize, and with it
 #: scipy.special, is imported for the profile-likelihood intervals' root finder, issue 68),
 #: pandera (the schema fast path), the study
-#: machinery and typer's pydantic adapters (plain values skip them, ``cogtestbed.cli.coercion``);
+#: machinery and typer's pydantic adapters (plain values skip them, ``cogtestbed.shims.typer_shim``);
 #: the environments and agents (an experiment names them lazily: the table's schema, the importer,
 #: the metrics and the models need none), hence gymnasium and pydantic (the designs), the simulation
 #: layer, rich (only JSON is printed) and Parquet's file layer (a CSV is read).

@@ -18,8 +18,8 @@ from typer._click import Context
 from typer._coercion import build_runtime_param
 
 from cogtestbed.cli import app
-from cogtestbed.cli.coercion import NOT_PLAIN, PlainCoercion, plain_value, use_plain_coercion
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
+from cogtestbed.shims.typer_shim import NOT_PLAIN, PlainCoercion, plain_value, use_plain_coercion
 
 ROOT = Path(__file__).resolve().parents[1]
 BART = ROOT.parent / "shared/data/cogbench/BART/gpt-4.csv"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -418,10 +420,22 @@ def _hierarchy_trials(agent: str, params: dict[str, float], seed: int, **design:
     return simulate("magnitude", agent, 1, seed, params, design=d)
 
 
+def static_cell_nll(data: Any, w: np.ndarray, mean_answer: np.ndarray, sigma: np.ndarray) -> float:
+    """Σ over cells of the static-Bayes NLL (:class:`StaticBayesModel`'s kernel) at the cells'
+    (w_prior, μ_p, σ) implied by (w, mean answer, σ): the likelihood the hierarchy must share."""
+    from cogtestbed.inference.magnitude_fits import static_pointwise
+    from cogtestbed.inference.magnitude_observers import static_bayes_mu_p
+
+    mu_p = static_bayes_mu_p.py_func(mean_answer, data.u_bar, w)
+    theta = np.ascontiguousarray(np.column_stack([w, mu_p, sigma]))
+    ll, _ = static_pointwise(theta, data.cell, data.v, data.u, np.zeros_like(data.u))
+    return float(-ll.sum()) if math.isfinite(float(ll.sum())) else math.inf
+
+
 def test_w_prior_hierarchy_logp_is_the_static_bayes_likelihood() -> None:
     from pymc_checks import observed_logp_at_random_point
 
-    from cogtestbed.inference.magnitude_hierarchy import hierarchy_data, static_cell_nll, w_prior_hierarchy_model
+    from cogtestbed.inference.magnitude_hierarchy import hierarchy_data, w_prior_hierarchy_model
 
     t = _hierarchy_trials("static-bayes", {"w_prior": 0.4, "sigma_dec": 0.1}, 3, task="all",
                           modalities="text,image", trials_per_session=6)

@@ -140,6 +140,19 @@ def test_a_request_larger_than_the_token_bucket_still_goes() -> None:
     assert asyncio.run(go()) < 0.5
 
 
+def test_the_rate_limits_are_aiolimiters_leaky_buckets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 73, item 4: the token bucket is aiolimiter's (one second's worth each), not a hand-written one."""
+    from aiolimiter import AsyncLimiter
+
+    seen: list[tuple[float, float, float]] = []
+
+    async def acquire(self: AsyncLimiter, amount: float = 1) -> None:
+        seen.append((self.max_rate, self.time_period, amount))
+
+    monkeypatch.setattr(AsyncLimiter, "acquire", acquire)
+    asyncio.run(RateLimiter(requests_per_min=120, tokens_per_min=6000).acquire(250))
+    assert seen == [(2.0, 1.0, 1), (100.0, 1.0, 100)]  # a request above the bucket takes the whole bucket
+
 def test_the_stack_books_then_waits_then_sends_each_request_and_caches_the_answer(tmp_path: Path) -> None:
     events: list[str] = []
     client = CachedClient(Fake(events, http=True, fail=(500,)), ResponseCache(tmp_path / "c.sqlite"),

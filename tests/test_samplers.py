@@ -93,3 +93,19 @@ def test_a_population_file_keeps_the_samplers_provenance() -> None:
     fit = hs.BayesFit(idata, hs.diagnose(idata, 1.0, "pymc"), "rw")
     pop = population_from_fit(fit, name="t", experiment="instrumental-learning", model=model, allow_unconverged=True)
     assert pop.fit["sampler_library"] == "pymc" and pop.fit["sampler_version"] == metadata.version("pymc")
+
+
+def test_every_shipped_population_names_its_sampler_and_version() -> None:
+    """The shipped populations carry their sampler's provenance; the package's own sampler's with the commit
+    it ran from and marked experimental (issue 73, item 2)."""
+    from cogtestbed.inference.population import load_population, shipped_populations
+
+    names = shipped_populations()
+    assert len(names) >= 4
+    for name in names:
+        fit = load_population(f"human:{name}").fit
+        kind = hs.SAMPLERS.get(fit["sampler"])
+        assert (fit["sampler_library"], fit["sampler_experimental"]) == (kind.library, str(kind.experimental).lower())
+        assert fit["sampler_version"] not in ("", "unknown")
+        assert ("sampler_commit" in fit) == (kind.library == "cogtestbed"), name
+    assert load_population("human:shahar2019").fit["sampler_commit"] == "0bc16e9"

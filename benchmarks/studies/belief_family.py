@@ -55,6 +55,19 @@ SIGMAS = (0.0, 0.05, 0.10, 0.15)
 POWER_LEAK = 0.03
 
 
+def generating_values(agent: str, params: Mapping[str, float]) -> dict[str, float]:
+    """The model parameters that an agent's parameters imply (for recovery studies)."""
+    from cogtestbed.errors import InputError
+    from cogtestbed.inference.belief_models import mnl_centred, mnl_coefficients, normalise_loss
+
+    if agent in ("logit-rum",):
+        return {k: float(v) for k, v in mnl_centred(mnl_coefficients(params, params["scale"])).items()}
+    if agent == "loss-rum":
+        out = normalise_loss(params["c_fp"], params["c_fn"], params["c_d"], params["scale"])
+        return {**{k: float(v) for k, v in out.items()}, "gamma": float(params["gamma"])}
+    raise InputError(f"no model parameters for agent {agent!r} (logit-rum or loss-rum)")
+
+
 def study_design(test: str, **fields: Any) -> BeliefDesign:
     """The smallest design a test needs: π0 + decision; T3 adds the variants, T4 the LIE phases."""
     base: dict[str, Any] = {"variants": ("pi0",), "lie_node": "none"}
@@ -277,7 +290,7 @@ def power_study(n_sims: int = 200, seed: int = 0, network: str = "child", level:
 
 def recovery_study(n_subjects: int = 50, seed: int = 0, network: str = "child") -> pd.DataFrame:
     """MLE recovery of the MNL (logit-rum) and loss-form (loss-rum) deciders at 200 × 5, σ = 0."""
-    from cogtestbed.inference.belief_models import MODELS, generating_values
+    from cogtestbed.inference.belief_models import MODELS
     from cogtestbed.simulation import simulate
 
     rng = np.random.default_rng(seed)

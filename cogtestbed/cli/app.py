@@ -18,8 +18,9 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import typer
-from typer._click import Context
 from typer.core import TyperGroup
+
+from cogtestbed.shims.typer_shim import ClickContext as Context
 
 if TYPE_CHECKING:  # rich is imported when a command first prints through a console
     from rich.console import Console
@@ -31,13 +32,13 @@ class LightGroup(TyperGroup):
     typer coerces every parameter value that is not already a ``bool`` through a pydantic
     ``TypeAdapter``; an absent help flag would import pydantic and build one just to read
     ``cogtestbed COMMAND --help``.  The commands it resolves pass values that need no conversion
-    (strings, paths, defaults) through without an adapter (:mod:`cogtestbed.cli.coercion`).
+    (strings, paths, defaults) through without an adapter (:mod:`cogtestbed.shims.typer_shim`).
     """
 
     def resolve_command(self, ctx: Context, args: list[str]) -> Any:
-        """click's command look-up, with :func:`~cogtestbed.cli.coercion.use_plain_coercion`
+        """click's command look-up, with :func:`~cogtestbed.shims.typer_shim.use_plain_coercion`
         (and the light help formatter where the command's help page is asked for)."""
-        from cogtestbed.cli.coercion import use_plain_coercion
+        from cogtestbed.shims.typer_shim import use_plain_coercion
 
         name, command, rest = super().resolve_command(ctx, args)
         use_plain_coercion(command, ctx)

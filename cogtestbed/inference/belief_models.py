@@ -37,7 +37,6 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from cogtestbed.errors import InputError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
 from cogtestbed.tables.belief import EXPERIMENT
@@ -277,16 +276,6 @@ def mnl_coefficients(u: Mapping[str, Any], scale: Any) -> dict[str, Any]:
         out[f"alpha_{a}"] = scale * (u[f"u_{a}_0"] - u["u_no_0"])
         out[f"beta_{a}"] = scale * ((u[f"u_{a}_1"] - u[f"u_{a}_0"]) - (u["u_no_1"] - u["u_no_0"]))
     return out
-
-
-def generating_values(agent: str, params: Mapping[str, float]) -> dict[str, float]:
-    """The model parameters that an agent's parameters imply (for recovery studies)."""
-    if agent in ("logit-rum",):
-        return {k: float(v) for k, v in mnl_centred(mnl_coefficients(params, params["scale"])).items()}
-    if agent == "loss-rum":
-        out = normalise_loss(params["c_fp"], params["c_fn"], params["c_d"], params["scale"])
-        return {**{k: float(v) for k, v in out.items()}, "gamma": float(params["gamma"])}
-    raise InputError(f"no model parameters for agent {agent!r} (logit-rum or loss-rum)")
 
 
 def mnl_centred(coef: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,8 @@ exactly this model (SBC).
 The likelihood is one numba kernel (:func:`zoib_pointwise_kernel`: the 11 closed forms with
 their analytic derivatives per subject, lgamma/ψ once per (subject, task) cell, the Beta
 log-density and its gradient per judgment) wrapped by
-:func:`~cogtestbed.inference.hierarchical.pointwise_loglik_op`.  The pytensor expressions
-:func:`noisy_or_tasks_pt` and :func:`zoib_logp` are kept as its tested reference.  Study:
+:func:`~cogtestbed.inference.hierarchical.pointwise_loglik_op`; its reference, the same model as pytensor
+expressions, is ``tests/test_causal_hierarchical.py``'s.  Study:
 the thesis's human fit, :func:`hierarchical_human_study` (partial / no / complete pooling on the 48
 RW17 subjects, diagnostics, PSIS-LOO with Pareto k and exact refits of k > 0.7 judgments); its
 simulation-based calibration runs on the generic study driver (``cogtestbed sbc cbn-3p -e collider``),
@@ -55,41 +55,6 @@ LOG_1MC = math.log1p(-CENSOR)
 PARAMS = {"3p": ParameterSet((B, M_, PC), "cbn-3p"), "4p": ParameterSet((B, M1, M2, PC), "cbn-4p")}
 INFLATION_PRIOR = (1.0, 1.0, 8.0)
 LOG_KAPPA_PRIOR = (2.0, 1.0)
-
-
-def noisy_or_tasks_pt(b: Any, m1: Any, m2: Any, pc: Any) -> Any:
-    """The 11 noisy-OR task probabilities as a pytensor stack (last axis = task I…XI)."""
-    import pytensor.tensor as pt
-
-    e00 = b
-    e01 = 1 - (1 - b) * (1 - m2)
-    e10 = 1 - (1 - b) * (1 - m1)
-    e11 = 1 - (1 - b) * (1 - m1) * (1 - m2)
-    q = pc
-    p11, p10, p01, p00 = q * q, q * (1 - q), (1 - q) * q, (1 - q) * (1 - q)
-    z = e11 * p11 + e10 * p10 + e01 * p01 + e00 * p00
-    tasks = [
-        e00, e01, e11, q, q,
-        e11 * p11 / (e11 * p11 + e01 * p01),
-        (e11 * p11 + e10 * p10) / z,
-        e10 * p10 / (e10 * p10 + e00 * p00),
-        (1 - e11) * p11 / ((1 - e11) * p11 + (1 - e01) * p01),
-        ((1 - e11) * p11 + (1 - e10) * p10) / (1 - z),
-        (1 - e10) * p10 / ((1 - e10) * p10 + (1 - e00) * p00),
-    ]
-    return pt.stack(tasks, axis=-1)
-
-
-def zoib_logp(y: Any, mu: Any, kappa: Any, pi: Any) -> Any:
-    """Pointwise log-density of the zero-one-inflated Beta (module docstring)."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    mu = pt.clip(mu, MU_CLIP, 1 - MU_CLIP)
-    y_in = pt.clip(y, MU_CLIP, 1 - MU_CLIP)
-    beta = pm.logp(pm.Beta.dist(alpha=mu * kappa, beta=(1 - mu) * kappa), y_in)
-    return pt.switch(pt.eq(y, 0.0), pt.log(pi[..., 0]),
-                     pt.switch(pt.eq(y, 1.0), pt.log(pi[..., 1]), pt.log(pi[..., 2]) + beta))
 
 
 # ----------------------------------------------------------------------------- numba likelihood
@@ -198,8 +163,8 @@ def build_model(trials: pd.DataFrame, scheme: str = "3p", pooling: str = "partia
 
     The likelihood is :func:`zoib_pointwise_kernel` wrapped by
     :func:`~cogtestbed.inference.hierarchical.pointwise_loglik_op` (numba value + analytic
-    gradient; the pure-pytensor graph :func:`noisy_or_tasks_pt`/:func:`zoib_logp` computes the
-    same numbers, ``tests/test_causal_hierarchical.py``, but compiled ~10× slower per gradient
+    gradient; the pure-pytensor graph of ``tests/test_causal_hierarchical.py`` computes the
+    same numbers, but compiled ~10× slower per gradient
     and took ~50 s to compile).  Trial arrays are ``pm.Data`` so one compiled sampler serves every
     data set of the same shape (SBC).
     """

@@ -39,7 +39,6 @@ are the documented defaults; they are weakly informative on the logit and normal
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -212,12 +211,3 @@ def w_prior_hierarchy(trials: pd.DataFrame, draws: int = 1000, tune: int = 1000,
     }
 
 
-def static_cell_nll(data: HierarchyData, w: np.ndarray, mean_answer: np.ndarray, sigma: np.ndarray) -> float:
-    """Σ over cells of the static-Bayes NLL (:class:`StaticBayesModel`'s kernel) at the cells'
-    (w_prior, μ_p, σ) implied by (w, mean answer, σ): the likelihood the hierarchy must share."""
-    from cogtestbed.inference.magnitude_fits import static_pointwise
-
-    mu_p = static_bayes_mu_p.py_func(mean_answer, data.u_bar, w)
-    theta = np.ascontiguousarray(np.column_stack([w, mu_p, sigma]))
-    ll, _ = static_pointwise(theta, data.cell, data.v, data.u, np.zeros_like(data.u))
-    return float(-ll.sum()) if math.isfinite(float(ll.sum())) else math.inf

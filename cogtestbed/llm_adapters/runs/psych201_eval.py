@@ -195,27 +195,30 @@ _PACKED: weakref.WeakKeyDictionary[Any, list[tuple[Any, Any, Any]]] = weakref.We
 @contextmanager
 def onednn_linears(model: Any, torch: Any) -> Iterator[None]:
     """The decoder's linear layers through oneDNN's packed float32 kernels meanwhile
-    (``torch.ops.mkldnn._linear_pointwise``, weights packed once per model).  On AMD CPUs, where
+    (:func:`cogtestbed.shims.torch_shim.onednn_linear_ops`, weights packed once per model).  On AMD CPUs, where
     MKL's float32 GEMM takes a slower path, about twice as fast per layer (measured on this
     project's machine); the values differ from MKL's by float32 rounding only (summation order:
     about 1e-6 relative, some 1e-4 nats on a participant of 100 choices).  The output layer is
     left as it is.  Refused in one line off a float32 CPU model or without oneDNN."""
-    ops: Any = getattr(torch.ops, "mkldnn", None)
+    from cogtestbed.shims.torch_shim import onednn_linear_ops
+
+    ops = onednn_linear_ops(torch)
     param = next(model.parameters())
-    if (not torch.backends.mkldnn.is_available() or not hasattr(ops, "_linear_pointwise")
+    if (not torch.backends.mkldnn.is_available() or ops is None
             or param.device.type != "cpu" or param.dtype != torch.float32):
         raise InputError(f"onednn needs a float32 model on the CPU and torch built with oneDNN "
                          f"(here: {param.dtype} on {param.device.type}, oneDNN "
                          f"{'available' if torch.backends.mkldnn.is_available() else 'missing'})")
+    reorder, pointwise = ops
     base = model.get_decoder() if hasattr(model, "get_decoder") else model.base_model
     if model not in _PACKED:
         with torch.inference_mode():
-            _PACKED[model] = [(m, ops._reorder_linear_weight(m.weight.detach(), None),
+            _PACKED[model] = [(m, reorder(m.weight.detach(), None),
                                None if m.bias is None else m.bias.detach())
                               for m in base.modules() if isinstance(m, torch.nn.Linear)]
 
     def fast(w: Any, b: Any) -> Any:
-        return lambda x: ops._linear_pointwise(x, w, b, "none", [], "")
+        return lambda x: pointwise(x, w, b, "none", [], "")
 
     patched = _PACKED[model]
     for m, w, b in patched:

@@ -248,33 +248,3 @@ def form_study_spec(experiment: str, model: str, forms: FormDesign, subjects: in
     agent_values = {k: float(v) for k, v in generator.agent_params(values).items()}
     return FormStudySpec(experiment, generator.agent, model, forms, subjects // forms.k, agent_values,
                          contrast=contrast, parameter=parameter, null=null, design=design, alpha=alpha)
-
-
-def forest_plot(between: Mapping[str, Any], key: str, path: Any, title: str | None = None) -> None:
-    """A forest plot of one per-unit value across prompt forms (``form_metrics(...)["between_forms"]``):
-    each form's mean with its 95 % interval (mean ± 1.96 SE), the mean of the forms, and the
-    between-form SD with its interval in the title."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    entry = between[key]
-    rows = entry["per_form"]
-    fig, ax = plt.subplots(figsize=(5, 0.4 * len(rows) + 1.4))
-    for i, r in enumerate(rows):
-        se = r["se"] or 0.0
-        ax.errorbar(r["mean"], i, xerr=1.96 * se, fmt="s", color="black", capsize=3)
-    if entry["mean_of_forms"] is not None:
-        ax.axvline(entry["mean_of_forms"], color="tab:blue", ls="--", label="mean of the forms")
-    ax.set_yticks(range(len(rows)), [f"form {r['form']} (n={r['n']})" for r in rows])
-    ax.invert_yaxis()
-    lo, hi = entry["interval"]
-    sd = entry["between_form_sd"]
-    ax.set_xlabel(key)
-    ax.set_title(title or f"{key}: between-form SD {sd:.3g} [{lo:.3g}, {hi:.3g}]" if sd is not None else key,
-                 fontsize=9)
-    ax.legend(fontsize=8, loc="best")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

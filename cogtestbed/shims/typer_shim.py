@@ -1,24 +1,28 @@
-"""Command-line values that need no conversion skip typer's pydantic coercion.
+"""typer's internals the command line relies on (issue 73): command-line values that need no conversion
+skip typer's pydantic coercion.
 
-typer (0.29) converts every parameter value through a pydantic ``TypeAdapter`` built on first
-use: a fitting call that reads three strings and a path imports pydantic's validator machinery
-and builds four adapters (≈ 0.1 s of CPU) to hand back the strings it was given.
-:class:`PlainCoercion` answers the values whose conversion is the identity, or a plain ``Path``,
-itself, exactly as typer's adapter would; every other value (a number typed on the command line,
-a choice, a list, a parser, a file) goes to typer's own coercion, built on demand, so errors and
-conversions are typer's.
-
-It is installed per command by :func:`use_plain_coercion` (the command group calls it on each
-command it resolves).  It relies on typer's parameter attributes (``type_descriptor``,
-``_runtime_param``) and does nothing where a typer release lacks them, so values are then
-coerced by typer as before.
+typer (0.29) converts every parameter value through a pydantic ``TypeAdapter`` built on first use and kept in
+the parameter's ``_runtime_param``; it has no public hook for another coercion.  A fitting call that reads three
+strings and a path would import pydantic's validator machinery and build four adapters (≈ 0.1 s of CPU) to hand
+back the strings it was given.  :class:`PlainCoercion` answers the values whose conversion is the identity, or
+a plain ``Path``, itself, exactly as typer's adapter would; every other value (a number typed on the command
+line, a choice, a list, a parser, a file) goes to typer's own coercion (``typer._coercion``), built on demand,
+so errors and conversions are typer's.  It is installed per command by :func:`use_plain_coercion` (the command
+group, :class:`cogtestbed.cli.app.LightGroup`, calls it on each command it resolves), and does nothing where a
+typer release lacks the attributes it relies on (``type_descriptor``, ``_runtime_param``), so values are then
+coerced by typer as before.  :data:`ClickContext` is the vendored click ``Context`` (``typer._click``).
 """
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 from typing import Any
 
+from typer._click import Context as ClickContext
+
+#: The typer version this shim was written against (``locks/test.txt``, ``locks/demo.txt``).
+LOCKED = "0.29.2"
 #: Marks a value :func:`plain_value` cannot pass through (``None`` is a value).
 NOT_PLAIN = object()
 
@@ -86,3 +90,32 @@ def use_plain_coercion(command: Any, ctx: Any) -> None:
         descriptor = getattr(param, "type_descriptor", None)
         if descriptor is not None and getattr(param, "_runtime_param", NOT_PLAIN) is None:
             param._runtime_param = PlainCoercion(descriptor)
+
+
+def problems() -> list[str]:
+    """What no longer holds of the internals this shim relies on in the installed typer ([] where all does):
+    the locked version, ``typer._click.Context``, ``typer._coercion.build_runtime_param``,
+    ``typer._param_types.coerce_cli_path`` (taking ``path_type``, ``param``, ``ctx``) and a typer parameter's
+    ``_runtime_param`` slot (None until typer builds it)."""
+    import inspect
+
+    import typer
+
+    out = [] if typer.__version__ == LOCKED else [f"typer {typer.__version__} is installed; the shim is for {LOCKED}"]
+    coercion: Any = importlib.import_module("typer._coercion")
+    if not callable(getattr(coercion, "build_runtime_param", None)):
+        out.append("typer._coercion has no build_runtime_param")
+    types: Any = importlib.import_module("typer._param_types")
+    path = getattr(types, "coerce_cli_path", None)
+    if path is None or not {"path_type", "param", "ctx"} <= set(inspect.signature(path).parameters):
+        out.append("typer._param_types.coerce_cli_path no longer takes path_type, param and ctx")
+    parameter = getattr(importlib.import_module("typer.core"), "_TyperParameter", None)
+    built = getattr(parameter, "get_runtime_param", None)
+    if built is None or "self._runtime_param is None" not in inspect.getsource(built):
+        out.append("typer's parameters no longer build their coercion into _runtime_param when it is None")
+    if not isinstance(ClickContext, type):
+        out.append("typer._click.Context is not a class")
+    return out
+
+
+__all__ = ["LOCKED", "NOT_PLAIN", "ClickContext", "PlainCoercion", "plain_value", "problems", "use_plain_coercion"]

@@ -476,12 +476,19 @@ def _llm_block_values(spec: PowerStudy, model: CognitiveModel, fitter: Cognitive
     seeds = seq.spawn(blocks)
     have = np.asarray([] if known is None else known, float)
     done = min(blocks, have.size // LLM_BLOCK)
-    parts = [have[:done * LLM_BLOCK]]
-    for j in range(done, blocks):
+    if done == blocks:
+        return have[:blocks * LLM_BLOCK]
+    tables = []
+    for j in range(done, blocks):  # each block simulated on its own seed, all fitted in one call
         part = slice(j * LLM_BLOCK, (j + 1) * LLM_BLOCK)
-        parts.append(_group_values(spec, model, fitter, exp, {k: np.asarray(v)[part] for k, v in true.items()},
-                                   LLM_BLOCK, seeds[j], design, runs))
-    return np.concatenate(parts)
+        table = simulate_model(spec, exp, model.name, {k: np.asarray(v)[part] for k, v in true.items()}, LLM_BLOCK,
+                               seed_of(seeds[j]), design, runs)
+        table["subject"] = table["subject"] + (j - done) * LLM_BLOCK
+        tables.append(table)
+    fits = fitter.fit_mle(pd.concat(tables, ignore_index=True))
+    new = on_scale(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}),
+                   effect_scale(model, spec.effect))
+    return np.concatenate([have[:done * LLM_BLOCK], np.asarray(new, float)])
 
 
 def people_design(exp: ExperimentSpec, trials: int | None) -> Any:

@@ -216,8 +216,11 @@ def compare(i: int, command: str, limit: float, baseline: Path, rounds: int, cpu
             load = os.getloadavg()[0]
             r = run(command, limit, root, cpu_limit)
             pair.append(r)
+            est = f"; estimate {r['estimate']}" if "estimate" in r else ""
+            if "look" in r:
+                est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
             print(f"{i:2d} round {k + 1} {label} [{r['status']}] {r['cpu']:.1f} s CPU, {r['wall']:.1f} s wall, load "
-                  f"{load:.1f} at its start{'; said: ' + r['last'] if r.get('last') else ''}", flush=True)
+                  f"{load:.1f} at its start{est}{'; said: ' + r['last'] if r.get('last') else ''}", flush=True)
         stopped = "" if pair[1]["status"] == "0" else " (old stopped: its CPU is a lower bound)"
         print(f"{i:2d} round {k + 1}: new/old CPU {pair[0]['cpu'] / max(pair[1]['cpu'], 1e-9):.2f}{stopped}",
               flush=True)

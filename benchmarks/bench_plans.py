@@ -13,6 +13,11 @@ an error prints its last line.
 
     python benchmarks/bench_plans.py                      # every plan, each stopped at --limit s
     python benchmarks/bench_plans.py --list; python benchmarks/bench_plans.py --pick 1,9,13 --limit 600
+    python benchmarks/bench_plans.py --pick 8 --baseline /tmp/base   # old checkout and this one, alternating
+
+``--baseline DIR`` runs each picked plan from another checkout (``git archive REV | tar -x -C DIR``) and from
+this one, alternately (``--rounds`` times), printing both CPU figures and their ratio: on a machine shared
+with other jobs only a side-by-side CPU comparison means anything.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import resource
 import shlex
@@ -96,8 +102,8 @@ def watch(pid: int, seen: dict[int, tuple[float, float]]) -> None:
             seen[proc.pid] = (t.user + t.system, queued)
 
 
-def run(command: str, limit: float) -> dict[str, Any]:
-    """Run one documented plan; its figures."""
+def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None = None) -> dict[str, Any]:
+    """Run one documented plan from checkout ``root`` (its package first on the path); its figures."""
     argv = shlex.split(command)[1:]
     if "…" in command or "..." in command:
         return {"status": "skipped: arguments elided"}
@@ -113,16 +119,20 @@ def run(command: str, limit: float) -> dict[str, Any]:
             argv += ["-o", str(Path(tmp) / "plan")]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
+        env = {**os.environ, "PYTHONPATH": str(root)}
         child = subprocess.Popen([sys.executable, "-m", "cogtestbed", *argv], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                                 stderr=subprocess.PIPE, text=True, cwd=root, env=env)
         seen: dict[int, tuple[float, float]] = {}
         err_parts: list[str] = []
         reader = threading.Thread(target=lambda: err_parts.append(child.stderr.read() if child.stderr else ""))
         reader.start()
-        while child.poll() is None and time.perf_counter() - t0 < limit:
+        spent = 0.0
+        while child.poll() is None and time.perf_counter() - t0 < limit and spent < (cpu_limit or float("inf")):
             watch(child.pid, seen)
+            spent = sum(cpu for cpu, _ in seen.values())
             time.sleep(0.5)
-        status = str(child.returncode) if child.returncode is not None else f"> {limit:.0f} s"
+        status = str(child.returncode) if child.returncode is not None else (
+            f"> {cpu_limit:.0f} s CPU" if cpu_limit is not None and spent >= cpu_limit else f"> {limit:.0f} s")
         if child.returncode is None:
             watch(child.pid, seen)
             with contextlib.suppress(psutil.Error):
@@ -165,6 +175,10 @@ def main() -> None:
     ap.add_argument("--only", default=None, help="run only commands containing this text")
     ap.add_argument("--pick", default=None, help="run only these numbers of --list (e.g. 1,9,13)")
     ap.add_argument("--list", action="store_true", help="list the commands and stop")
+    ap.add_argument("--baseline", type=Path, default=None, help="another checkout: run it and this one alternately")
+    ap.add_argument("--rounds", type=int, default=1, help="with --baseline: old/new pairs per plan")
+    ap.add_argument("--cpu-limit", type=float, default=None,
+                    help="CPU seconds (process tree) before a plan is stopped: on a loaded machine, not wall")
     args = ap.parse_args()
     plans = [(f, c) for f, c in documented_plans() if args.only is None or args.only in c]
     print(f"{len(plans)} documented plan commands")
@@ -175,7 +189,10 @@ def main() -> None:
         if args.list:
             print(f"{i:2d} {where}: {command}")
             continue
-        r = run(command, args.limit)
+        if args.baseline is not None:
+            compare(i, command, args.limit, args.baseline, args.rounds, args.cpu_limit)
+            continue
+        r = run(command, args.limit, cpu_limit=args.cpu_limit)
         wall = "" if "wall" not in r else (
             f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU, {r['queued']:.1f} s waiting for a CPU "
             f"({r['main_queued']:.1f} s of it the main process's; {r['processes']} processes)")
@@ -189,6 +206,24 @@ def main() -> None:
         over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
         last = f"; said: {r['last']}" if r.get("last") else ""
         print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)
+
+
+def compare(i: int, command: str, limit: float, baseline: Path, rounds: int, cpu_limit: float | None) -> None:
+    """Plan ``i`` from ``baseline`` and from this checkout, alternately: CPU (process tree), wall, the load."""
+    for k in range(rounds):
+        pair = []
+        for label, root in (("new", ROOT), ("old", baseline)):
+            load = os.getloadavg()[0]
+            r = run(command, limit, root, cpu_limit)
+            pair.append(r)
+            est = f"; estimate {r['estimate']}" if "estimate" in r else ""
+            if "look" in r:
+                est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
+            print(f"{i:2d} round {k + 1} {label} [{r['status']}] {r['cpu']:.1f} s CPU, {r['wall']:.1f} s wall, load "
+                  f"{load:.1f} at its start{est}{'; said: ' + r['last'] if r.get('last') else ''}", flush=True)
+        stopped = "" if pair[1]["status"] == "0" else " (old stopped: its CPU is a lower bound)"
+        print(f"{i:2d} round {k + 1}: new/old CPU {pair[0]['cpu'] / max(pair[1]['cpu'], 1e-9):.2f}{stopped}",
+              flush=True)
 
 
 if __name__ == "__main__":

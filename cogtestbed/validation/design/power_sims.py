@@ -24,7 +24,8 @@ from cogtestbed.validation.studies.driver import (
     run_chunk,
     stop_pool,
 )
-from cogtestbed.validation.studies.study_kinds import PlannedStudy
+from cogtestbed.validation.studies.model_studies import REUSE_PREFIX
+from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: A design is called above/below the target once its estimate is this many binomial SEs (at
 #: the target) away from it ...
@@ -113,6 +114,10 @@ class PowerEvaluator:
         self.done: dict[Point, int] = {}
         self.pool: ProcessPoolExecutor | None = None
         self.simulations = 0
+        #: An LLM against people (issue 71): each repetition's people and LLM subjects are fitted once,
+        #: their values kept here per (design but its size, repetition) and handed to the next size's task.
+        self.reusing = reuses_fits(spec)
+        self.reuse: dict[tuple[Any, ...], dict[str, Any]] = {}
 
     def study_at(self, point: Point, reps: int) -> PlannedStudy:
         return study_at(self.spec, point, reps)
@@ -140,10 +145,28 @@ class PowerEvaluator:
                 so_far = f"{len(self.done)} designs and {self.simulations:,} simulated studies so far" \
                     if self.label is None else ""
                 hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks), so_far)
-            self.rows.setdefault(point, []).extend(self._run(study.model_dump_json(), tasks))
+            if self.reusing:
+                tasks = [{**t, "reuse": self.reuse.get(_reuse_key(point, t), {})} for t in tasks]
+            rows = self._run(study.model_dump_json(), tasks)
+            self.rows.setdefault(point, []).extend(self._kept(point, rows) if self.reusing else rows)
             self.done[point] = sims
             self.simulations += len(tasks)
         return self.estimate(point)
+
+    def _kept(self, point: Point, rows: list[pd.DataFrame]) -> list[pd.DataFrame]:
+        """``rows`` without their reuse columns, whose values are kept for the next size (a smaller
+        size never replaces a larger one's values)."""
+        out = []
+        for df in rows:
+            cols = [c for c in df.columns if str(c).startswith(REUSE_PREFIX)]
+            for _, row in df.iterrows():
+                key = _reuse_key(point, row)
+                values = {c[len(REUSE_PREFIX):]: row[c] for c in cols}
+                old = self.reuse.get(key, {}).get("llm")
+                if "llm" in values and (old is None or len(old) < len(values["llm"])):
+                    self.reuse[key] = values
+            out.append(df.drop(columns=cols))
+        return out
 
     def _run(self, payload: str, tasks: list[dict[str, Any]]) -> list[pd.DataFrame]:
         """The tasks' rows; a failed task raises as the study driver raises it (bad input: one line)."""
@@ -199,6 +222,17 @@ class PowerEvaluator:
             raise
         self.close()
         return est
+
+
+def reuses_fits(spec: PlannedStudy) -> bool:
+    """Whether ``spec``'s tasks hand their fits to the next design: an LLM against a population's
+    people by per-subject MLE (:func:`~cogtestbed.validation.studies.model_studies.task_power_groups`)."""
+    return isinstance(spec, PowerStudy) and spec.people is not None and spec.method == "mle" and spec.groups == 2
+
+
+def _reuse_key(point: Point, task: Any) -> tuple[Any, ...]:
+    """A repetition of a design but its size: the runs, trials and other fields, and the repetition."""
+    return point.runs, point.trials, point.fields, int(task["rep"])
 
 
 def decided(est: Estimate, target: float) -> bool:

@@ -452,6 +452,45 @@ PEOPLE_CACHE = 2000
 _PEOPLE: dict[Any, np.ndarray] = {}
 
 
+#: LLM subjects of a study against people simulated and fitted together.  Block ``j`` of a repetition
+#: is seeded by its index alone (the ``j``-th child of the group's stream) and its subjects' parameters
+#: are the ``j``-th ten of the group's subject-major draws, so a larger design's LLM subjects extend a
+#: smaller one's block by block, and a plan fits each block once for every size (issue 71).
+LLM_BLOCK = 10
+#: Columns of a power task's row that carry its groups' per-subject values back to a plan (a task
+#: asked with ``reuse``), dropped from the rows it keeps.
+REUSE_PREFIX = "reuse_"
+
+
+def _llm_block_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
+                      shape: tuple[int, int, Any], rng: np.random.Generator, seq: np.random.SeedSequence,
+                      draw: int | None, known: Any = None) -> np.ndarray:
+    """The LLM group's per-subject values of an LLM-against-people study (on the test's scale) for
+    ``n`` subjects rounded up to whole :data:`LLM_BLOCK` blocks (``shape`` = (n, runs, design)): the
+    blocks in ``known`` (a plan's values of this repetition at a smaller size, whole blocks) are kept,
+    the others simulated and fitted.  The first ``n`` are the group's; every number is the same
+    whether a block was known or fitted here (``tests/test_plan_reuse.py``)."""
+    n, runs, design = shape
+    blocks = math.ceil(n / LLM_BLOCK)
+    true = power_parameters(spec, model, blocks * LLM_BLOCK, rng, draw=draw)
+    seeds = seq.spawn(blocks)
+    have = np.asarray([] if known is None else known, float)
+    done = min(blocks, have.size // LLM_BLOCK)
+    if done == blocks:
+        return have[:blocks * LLM_BLOCK]
+    tables = []
+    for j in range(done, blocks):  # each block simulated on its own seed, all fitted in one call
+        part = slice(j * LLM_BLOCK, (j + 1) * LLM_BLOCK)
+        table = simulate_model(spec, exp, model.name, {k: np.asarray(v)[part] for k, v in true.items()}, LLM_BLOCK,
+                               seed_of(seeds[j]), design, runs)
+        table["subject"] = table["subject"] + (j - done) * LLM_BLOCK
+        tables.append(table)
+    fits = fitter.fit_mle(pd.concat(tables, ignore_index=True))
+    new = on_scale(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}),
+                   effect_scale(model, spec.effect))
+    return np.concatenate([have[:done * LLM_BLOCK], np.asarray(new, float)])
+
+
 def people_design(exp: ExperimentSpec, trials: int | None) -> Any:
     """The design the people played: the experiment's own, with their trial count reached through
     its trials field, rounded to the nearest count the field can make (the design's own count
@@ -480,18 +519,24 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
     null = spec.model_copy(update={"effect_size": 0.0})
     # From a population both groups share one posterior draw: under no effect they are one population.
     draw = spec.from_population.draw(rng) if spec.from_population is not None else None
-    true_b = power_parameters(spec, model, n, rng_b, draw=draw)
     fitter = fitted_model(spec, model)
+    reused: dict[str, np.ndarray] = {}
     if spec.method == "mle":
         scale = effect_scale(model, spec.effect)
         if spec.reference is not None:
             va = np.asarray(spec.reference.values, float)
         elif spec.people is not None:
-            va = _people_values(spec, model, fitter, exp, rng_a, seq_a, draw)
+            known = task.get("reuse") or {}
+            va = known["people"] if known.get("people") is not None else \
+                _people_values(spec, model, fitter, exp, rng_a, seq_a, draw)
+            reused = {"people": va, "llm": _llm_block_values(spec, model, fitter, exp, (n, runs, design), rng_b,
+                                                             seq_b, draw, known.get("llm"))}
+            va = np.asarray(va, float)
         else:
             va = _group_values(spec, model, fitter, exp, power_parameters(null, model, n, rng_a, draw=draw), n, seq_a,
                                design, runs)
-        vb = _group_values(spec, model, fitter, exp, true_b, n, seq_b, design, runs)
+        vb = reused["llm"][:n] if reused else _group_values(spec, model, fitter, exp, power_parameters(
+            spec, model, n, rng_b, draw=draw), n, seq_b, design, runs)
         va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
         estimate, lo, hi, p_value = float(vb.mean() - va.mean()) if va.size and vb.size else np.nan, np.nan, \
             np.nan, float("nan")
@@ -513,7 +558,8 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
     else:
         da = _group_draws(spec, model, fitter, exp, power_parameters(null, model, n, rng_a, draw=draw), n, seq_a,
                           design, runs, fit_seed)
-        db = _group_draws(spec, model, fitter, exp, true_b, n, seq_b, design, runs, fit_seed + 1)
+        db = _group_draws(spec, model, fitter, exp, power_parameters(spec, model, n, rng_b, draw=draw), n, seq_b,
+                          design, runs, fit_seed + 1)
         draws = db - da
         lo, hi = np.quantile(draws, [spec.level / 2, 1 - spec.level / 2])
         estimate = float(np.median(draws))
@@ -523,11 +569,14 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
         direction = estimate
     # ``direction``: the signed statistic a rejection's direction is read from (the estimate; the rank
     # test's relative effect), so a detection can be re-judged at another critical p (people_level)
-    return pd.DataFrame([{"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate,
-                          "p_value": p_value, "lo": lo, "hi": hi, "direction": float(direction),
-                          "detected": detected(p_value, direction, spec.effect_size,
-                                               spec.level if spec.critical_p is None else spec.critical_p),
-                          "test": test}])
+    row = {"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate, "p_value": p_value,
+           "lo": lo, "hi": hi, "direction": float(direction),
+           "detected": detected(p_value, direction, spec.effect_size,
+                                spec.level if spec.critical_p is None else spec.critical_p),
+           "test": test}
+    if "reuse" in task and reused:  # a plan keeps both groups' fits for its next design (PowerEvaluator)
+        row.update({f"{REUSE_PREFIX}{k}": v for k, v in reused.items()})
+    return pd.DataFrame([row])
 
 
 def task_power(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,

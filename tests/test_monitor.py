@@ -100,12 +100,19 @@ def test_the_table_puts_the_designs_side_by_side() -> None:
 
 @pytest.mark.slow
 def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
-    """The issue's example: 2,000 null studies looked at after every subject, upper bound <= alpha."""
+    """The issue's example (at the design the full search picks: 26 subjects, 96 trials): the three designs side
+    by side, 2,000 null studies looked at after every subject, the upper bound <= alpha, the saving's interval."""
     plan = ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2}, llm=[LLM], monitor=True,
-                   seed=0)
+                   subjects="26", trials="96", seed=0)
     mon = plan.payload["monitor"]
     assert mon["null_studies"] == 2000 and mon["null_upper_any"] <= 0.05 and mon["outside"] == 0
     assert mon["power"] >= 0.8 - 2 * mon["power_se"] and mon["cap"] >= 1
+    assert mon["group_sequential"]["spending"] == "obrien-fleming"
+    lines = plan.lines()
+    assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
+            and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
+    assert any("expected saving against the fixed design: under the effect" in x and "95% interval" in x
+               for x in lines)
     plan.save(tmp_path)
     assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]
 
@@ -143,7 +150,10 @@ def test_plan_monitor_of_a_metric_difference_between_two_llms() -> None:
     mon = plan.payload["monitor"]
     assert mon["test"] == "symmetry" and mon["unit"] == "pair of runs" and mon["null_studies"] == 2000
     assert mon["null_upper"] <= 0.05 and mon["power"] >= 0.8 - 2 * mon["power_se"]
-    assert any(line.lstrip().startswith("monitor ") for line in plan.lines())
+    lines = plan.lines()
+    assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
+            and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
+    assert any("under the effect" in x and "95% interval" in x for x in lines)
 
 
 def _tagged_pool(spec: Any, trials: Any, runs: int, n: int, seed: int, effect: bool) -> np.ndarray:

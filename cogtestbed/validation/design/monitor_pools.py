@@ -29,8 +29,8 @@ BATCHES = 10
 POOL_FACTOR = 2
 #: The choosing pools' size as a share of the measuring pools' (each choosing sub-pool holds one longest study).
 CHOOSE_SHARE = 0.5
-#: The two roles of the pools, in the order their seed streams are numbered.
-ROLES = ("choose", "measure")
+#: The roles of the pools, in the order their seed streams are numbered (a pilot sizes the others, choosing too).
+ROLES = ("choose", "measure", "pilot")
 
 
 @dataclass(frozen=True)
@@ -56,16 +56,14 @@ def pool_seeds(seed: int, role: str) -> tuple[int, int]:
     return int(state[0] >> 1), int(state[1] >> 1)
 
 
-def draw_pools(spec: Any, trials: int | None, runs: int, n: int, seed: int, role: str) -> Pools:
+def draw_pools(spec: Any, trials: int | None, runs: int, n: int, seed: int, role: str, null: bool = True) -> Pools:
     """``n`` units per hypothesis for ``role`` (:data:`ROLES`): a metric difference between two settings
-    (:func:`metric_pool`) or a model effect (:func:`hypothesis_pool`), from :func:`pool_seeds`."""
+    (:func:`metric_pool`) or a model effect (:func:`hypothesis_pool`), from :func:`pool_seeds`; without
+    ``null`` the null pool is left empty (a pilot)."""
     s_eff, s_nul = pool_seeds(seed, role)
-    if getattr(spec, "metric", None) is not None:
-        eff, nul = metric_pool(spec, trials, n, s_eff, True), metric_pool(spec, trials, n, s_nul, False)
-    else:
-        eff, nul = (hypothesis_pool(spec, trials, runs, n, s_eff, True),
-                    hypothesis_pool(spec, trials, runs, n, s_nul, False))
-    return Pools(role, eff, nul, (s_eff, s_nul))
+    draw = ((lambda s, e: metric_pool(spec, trials, n, s, e)) if getattr(spec, "metric", None) is not None
+            else (lambda s, e: hypothesis_pool(spec, trials, runs, n, s, e)))
+    return Pools(role, draw(s_eff, True), draw(s_nul, False) if null else np.empty(0), (s_eff, s_nul))
 
 
 def choose_size(measure_n: int) -> int:

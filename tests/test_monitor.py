@@ -253,3 +253,35 @@ def test_two_llm_comparisons_get_the_three_designs(monkeypatch: pytest.MonkeyPat
     rows = [x.split()[0] for x in lines[2:5]]
     assert rows == ["fixed", "group-seq.", "monitor"]
     assert any(x.strip().startswith("group-seq.: Lan-DeMets O'Brien-Fleming") for x in lines)
+
+
+def test_the_declared_questions_come_from_the_contracts() -> None:
+    """Item 3: the benchmark's questions are the experiments' declared power and metric-power studies, each with
+    the property its monitor needs, or the reason none is valid (an unbounded statistic, a pooled metric)."""
+    from cogtestbed.validation.design.monitor_questions import declared_questions
+
+    il = declared_questions(ct.get_experiment("instrumental-learning"), (1, 2))
+    assert [(q.spec.groups if q.spec.kind == "power" else q.spec.metric) for q in il] == [1, 2, "optimism_bias"]
+    assert "declared bounds" in il[0].needs and "exchangeability" in il[1].needs and "exchangeability" in il[2].needs
+    risky = {q.name: q for q in declared_questions(ct.get_experiment("risky-choice"), (1,))}
+    lam = next(q for name, q in risky.items() if "lambda" in name)
+    assert lam.spec is None and "needs a bounded statistic" in lam.needs
+    two = {q.name: q for q in declared_questions(ct.get_experiment("two-step"), (1,))}
+    mb = next(q for name, q in two.items() if "model_basedness" in name)
+    assert mb.spec is None and "pooled estimate" in mb.needs
+
+
+def test_a_question_is_sized_and_measured_from_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.validation.design.monitor_pools as pools
+    from cogtestbed.validation.design.monitor_questions import validate_question
+    from cogtestbed.validation.studies.study_kinds import study_spec
+
+    monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2)
+    row = validate_question(spec, sims=300, seed=2)
+    # 0.25 / 0.23 per unit: the fixed t-test needs about 9 subjects at 80 % power
+    assert 6 <= row["fixed"]["n"] <= 12 and row["fixed"]["reached"]
+    assert row["pools"]["measure"]["units"] == 20 * row["longest"] and row["group_sequential"]["max"] >= 6
+    assert row["simulated_units"] == 60 + 2 * (row["pools"]["choose"]["units"] + row["pools"]["measure"]["units"])
+    assert "more than 3, not simulated" in validate_question(spec, sims=300, seed=2, max_units=3)["reason"]

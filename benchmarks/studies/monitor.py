@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> None:
         line = {"question": q.name, "needs": q.needs, **row, "wall_s": time.perf_counter() - wall, "uptime": load}
         with out.open("a") as fh:
             fh.write(json.dumps(line, default=float) + "\n")
-        print(f"{q.name}: {line.get('cpu_s', 0):.0f} s CPU, {line['wall_s']:.0f} s wall; {load}", flush=True)
+        print(f"{q.name}: {line.get('cpu_s', 0):.0f} s CPU, {line['wall_s']:.0f} s wall; {load}", file=sys.stderr,
+              flush=True)
 
 
 def _pm(x: float, se: float, fmt: str = ".3f") -> str:
@@ -95,16 +97,30 @@ def rows(r: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def table(files: list[str]) -> None:
-    """Print the table of every question in the JSON-lines ``files`` (the last line of a question wins)."""
+def brief(r: Mapping[str, Any]) -> str:
+    """One line per question: its units, E[n] under the effect of the three designs, the monitor's saving and
+    type-I upper bound (or the reason it is not monitored)."""
+    if "cap" not in r:
+        return f"{r['question'][:70]:<70} {'not monitored':>38}"
+    gs = r.get("group_sequential")
+    seq = f"{gs['expected_effect']:.1f}" if isinstance(gs, Mapping) else "-"
+    return (f"{r['question'][:70]:<70} {r['fixed']['n']:>5} {seq:>6} {r['expected_effect']:>6.1f} "
+            f"{100 * r['saving']:>+7.1f}% {r['null_upper']:>7.4f}")
+
+
+def table(files: list[str], short: bool = False) -> None:
+    """Print the table of every question in the JSON-lines ``files`` (the last line of a question wins);
+    ``short``: one line each (:func:`brief`)."""
     found: dict[str, dict[str, Any]] = {}
     for f in files:
         for x in Path(f).read_text().splitlines():
             if x.strip():
                 r = json.loads(x)
                 found[r["question"]] = r
+    if short:
+        print(f"{'question':<70} {'fixed':>5} {'g-seq':>6} {'mon.':>6} {'saving':>8} {'type-I':>7}")
     for r in sorted(found.values(), key=lambda r: r["question"]):
-        print("\n".join(rows(r)))
+        print(brief(r) if short else "\n".join(rows(r)))
     valid = [r for r in found.values() if "cap" in r]
     worst = max((r["null_upper"] for r in valid), default=float("nan"))
     print(f"{len(found)} declared questions, {len(valid)} validated; largest type-I upper bound of the monitor "
@@ -124,8 +140,9 @@ def main() -> None:
     r.add_argument("--out", default="monitor.jsonl")
     t = sub.add_parser("table", help="print the table of JSON-lines files")
     t.add_argument("files", nargs="+")
+    t.add_argument("--brief", action="store_true", help="one line per question: E[n] under the effect of each design")
     args = ap.parse_args()
-    run(args) if args.command == "run" else table(args.files)
+    run(args) if args.command == "run" else table(args.files, args.brief)
 
 
 if __name__ == "__main__":

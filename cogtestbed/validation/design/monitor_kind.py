@@ -42,6 +42,7 @@ from cogtestbed.validation.design.monitor_pools import (
     draw_pools,
     hypothesis_pool,
     metric_pool,
+    null_studies,
     rate_and_se,
     studies,
     subject_pool,
@@ -190,9 +191,9 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
         lo, hi, label = _model_statistic(spec)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 7_474]))
     c_eff, _ = studies(choose.effect, sims, length, rng, batches=1)
-    c_nul, _ = studies(choose.null, sims, length, rng, batches=1)
+    c_nul, _ = null_studies(choose.null, sims, length, rng, batches=1, mirror=groups == 2)
     eff, eff_which = studies(measure.effect, sims, length, rng)
-    nul, nul_which = studies(measure.null, sims, length, rng)
+    nul, nul_which = null_studies(measure.null, sims, length, rng, mirror=groups == 2)
     test = choose_test(choose.effect, choose.null, lo, hi, groups)
     rule = (test["planned_bet"], test["halfwidth"], test["symmetry_scale"])
     picked = operate(c_eff, np.zeros(sims, int), c_nul, np.zeros(sims, int), lo, hi, spec.level, power, *rule)
@@ -413,8 +414,8 @@ def _measured_lines(mon: Mapping[str, Any]) -> list[str]:
         out.append(f"  group-seq.: {gs['boundary']}; looks at {', '.join(map(str, gs['sizes']))}")
     fx = mon.get("fixed_measured")
     if isinstance(fx, Mapping):
-        out.append(f"  fixed t-test at {fx['n']} on the measuring pools: power {fx['power']:.3f}±{fx['power_se']:.3f}, "
-                   f"type-I {fx['null_rejection']:.4f}≤{fx['null_upper']:.4f}")
+        out.append(f"  measured: the fixed t-test at {fx['n']} on the measuring pools: power {fx['power']:.3f}"
+                   f"±{fx['power_se']:.3f}, type-I {fx['null_rejection']:.4f}≤{fx['null_upper']:.4f}")
     return out
 
 

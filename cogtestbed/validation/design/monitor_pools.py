@@ -119,6 +119,19 @@ def studies(pool: np.ndarray, reps: int, length: int, rng: np.random.Generator,
     return out, which
 
 
+def null_studies(pool: np.ndarray, reps: int, length: int, rng: np.random.Generator, batches: int = BATCHES,
+                 mirror: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`studies` of a null pool; with ``mirror`` (two LLMs simulated alike), half of them are the other
+    half's studies with every value negated.  The null pool of a two-LLM comparison simulates both LLMs
+    identically and independently, so swapping them (``D → −D``) is another draw of the same pool: measuring on
+    both cancels the pool's chance asymmetry to first order (antithetic variates), to which a test of symmetry
+    is sensitive, without assuming anything the simulation does not construct."""
+    if not mirror:
+        return studies(pool, reps, length, rng, batches)
+    half, which = studies(pool, math.ceil(reps / 2), length, rng, batches)
+    return np.vstack([half, -half])[:reps], np.concatenate([which, which])[:reps]
+
+
 def metric_pool(spec: Any, trials: int | None, n: int, seed: int, effect: bool) -> np.ndarray:
     """``n`` pair differences of a metric per unit (run or subject, :func:`~cogtestbed.validation.studies.
     metric_studies.comparison_result`, the fixed plan's own per-unit values): unit ``i`` of the second setting
@@ -173,5 +186,5 @@ def upper_bound(rate: float, se: float, n: int) -> float:
 
 
 __all__ = ["BATCHES", "CHOOSE_SHARE", "POOL_FACTOR", "ROLES", "Pools", "choose_size", "draw_pools",
-           "hypothesis_pool", "metric_pool", "pool_seeds", "rate_and_se", "studies",
+           "hypothesis_pool", "metric_pool", "null_studies", "pool_seeds", "rate_and_se", "studies",
            "subject_pool", "unit_array", "upper_bound"]

@@ -104,15 +104,17 @@ def validate_question(spec: Any, power: float = 0.8, sims: int = 2000, seed: int
     if not guess <= max_units:
         return {"reason": f"the fixed design needs about {guess} units (pilot mean {mean:+.3g}, SD {sd:.3g}): more "
                           f"than {max_units}, not simulated", "cpu_s": time.process_time() - start}
-    length = max(MIN_LENGTH, math.ceil(MAX_FACTOR * guess))
-    pool_n = BATCHES * POOL_FACTOR * length
-    choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, "choose")
+    choose_n = choose_size(BATCHES * POOL_FACTOR * max(MIN_LENGTH, math.ceil(MAX_FACTOR * guess)))
+    choose = draw_pools(spec, trials, runs, choose_n, seed, "choose")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 7_475]))
-    n_fix, reached = fixed_size(prefix_table(studies(choose.effect, sims, length, rng, batches=1)[0]), length,
+    top = min(choose_n, max_units)  # the fixed size is searched on studies as long as the choosing pool allows
+    n_fix, reached = fixed_size(prefix_table(studies(choose.effect, sims, top, rng, batches=1)[0]), top,
                                 spec.level, power, direction(spec))
+    length = min(choose_n, max(MIN_LENGTH, math.ceil(MAX_FACTOR * n_fix)))
+    pool_n = BATCHES * POOL_FACTOR * length
     measure = draw_pools(spec, trials, runs, pool_n, seed, "measure")
     out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed)
-    units = (PILOT_UNITS + 2 * (choose_size(pool_n) + pool_n)) * (2 if metric or spec.groups == 2 else 1)
+    units = (PILOT_UNITS + 2 * (choose_n + pool_n)) * (2 if metric or spec.groups == 2 else 1)
     return {**out, "fixed": {**out["fixed_measured"], "reached": reached}, "pilot_guess": guess, "trials": trials,
             "runs": runs, "simulated_units": units, "cpu_s": time.process_time() - start}
 

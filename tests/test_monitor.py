@@ -100,12 +100,19 @@ def test_the_table_puts_the_designs_side_by_side() -> None:
 
 @pytest.mark.slow
 def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
-    """The issue's example: 2,000 null studies looked at after every subject, upper bound <= alpha."""
+    """The issue's example (at the design the full search picks: 26 subjects, 96 trials): the three designs side
+    by side, 2,000 null studies looked at after every subject, the upper bound <= alpha, the saving's interval."""
     plan = ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2}, llm=[LLM], monitor=True,
-                   seed=0)
+                   subjects="26", trials="96", seed=0)
     mon = plan.payload["monitor"]
     assert mon["null_studies"] == 2000 and mon["null_upper_any"] <= 0.05 and mon["outside"] == 0
     assert mon["power"] >= 0.8 - 2 * mon["power_se"] and mon["cap"] >= 1
+    assert mon["group_sequential"]["spending"] == "obrien-fleming"
+    lines = plan.lines()
+    assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
+            and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
+    assert any("expected saving against the fixed design: under the effect" in x and "95% interval" in x
+               for x in lines)
     plan.save(tmp_path)
     assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]
 
@@ -143,4 +150,138 @@ def test_plan_monitor_of_a_metric_difference_between_two_llms() -> None:
     mon = plan.payload["monitor"]
     assert mon["test"] == "symmetry" and mon["unit"] == "pair of runs" and mon["null_studies"] == 2000
     assert mon["null_upper"] <= 0.05 and mon["power"] >= 0.8 - 2 * mon["power_se"]
-    assert any(line.lstrip().startswith("monitor ") for line in plan.lines())
+    lines = plan.lines()
+    assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
+            and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
+    assert any("under the effect" in x and "95% interval" in x for x in lines)
+
+
+def _tagged_pool(spec: Any, trials: Any, runs: int, n: int, seed: int, effect: bool) -> np.ndarray:
+    """A synthetic statistic pool drawn from its own seed: continuous values inside [-1, 1] (no clipping: no value
+    is hit twice), so two pools share none."""
+    rng = np.random.default_rng(seed)
+    return 0.7 * (2 * rng.beta(4, 4, n) - 1) + (0.25 if effect else 0.0)
+
+
+def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 1 of issue 74: the rule (bet, half-width, cap, group-sequential bounds) is chosen on one pair of pools,
+    every printed figure measured on another, of other seed streams."""
+    import cogtestbed.validation.design.monitor_gs as gs_module
+    import cogtestbed.validation.design.monitor_kind as kind
+    import cogtestbed.validation.design.monitor_pools as pools
+    from cogtestbed.validation.studies.study_kinds import study_spec
+
+    monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)
+    seen: dict[str, Any] = {}
+    real_choose, real_operate, real_gs = kind.choose_test, kind.operate, gs_module.group_sequential
+
+    def choose(eff: np.ndarray, nul: np.ndarray, *a: Any) -> Any:
+        seen["choose"] = (eff, nul)
+        return real_choose(eff, nul, *a)
+
+    def operate(eff: np.ndarray, ew: Any, nul: np.ndarray, nw: Any, *a: Any, **kw: Any) -> Any:
+        seen.setdefault("operate", []).append((eff, nul, kw.get("cap")))
+        return real_operate(eff, ew, nul, nw, *a, **kw)
+
+    def group_sequential(c_eff: np.ndarray, c_nul: np.ndarray, eff: np.ndarray, nul: np.ndarray, *a: Any) -> Any:
+        seen["gs"] = (c_eff, c_nul, eff, nul)
+        return real_gs(c_eff, c_nul, eff, nul, *a)
+
+    monkeypatch.setattr(kind, "choose_test", choose)
+    monkeypatch.setattr(kind, "operate", operate)
+    monkeypatch.setattr(gs_module, "group_sequential", group_sequential)
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2)
+    mon = kind.monitor_section(spec, {"subjects": 12, "trials": 96, "runs": 1, "dollars": 1.2}, 0.8, 300, 3)
+    choose_seeds, measure_seeds = pools.pool_seeds(3, "choose"), pools.pool_seeds(3, "measure")
+    assert not {s + k for s in choose_seeds for k in (0, 1)} & {s + k for s in measure_seeds for k in (0, 1)}
+    assert mon["pools"] == {"choose": {"seeds": list(choose_seeds), "units": 360},
+                            "measure": {"seeds": list(measure_seeds), "units": 720}}
+    c_eff, c_nul = (_tagged_pool(spec, 96, 1, 360, s, e) for s, e in zip(choose_seeds, (True, False), strict=True))
+    m_eff, m_nul = (_tagged_pool(spec, 96, 1, 720, s, e) for s, e in zip(measure_seeds, (True, False), strict=True))
+    np.testing.assert_array_equal(seen["choose"][0], c_eff)
+    np.testing.assert_array_equal(seen["choose"][1], c_nul)
+    (pick_eff, pick_nul, no_cap), (eff, nul, cap) = seen["operate"]
+    assert no_cap is None and cap == mon["cap"]  # the cap is chosen on the choosing studies, then measured
+    assert set(pick_eff.ravel()) <= set(c_eff) and set(pick_nul.ravel()) <= set(c_nul)
+    assert set(eff.ravel()) <= set(m_eff) and set(nul.ravel()) <= set(m_nul)
+    assert not set(eff.ravel()) & set(c_eff) and not set(nul.ravel()) & set(c_nul)
+    g_c_eff, g_c_nul, g_eff, g_nul = seen["gs"]
+    assert set(g_c_nul.ravel()) <= set(c_nul) and set(g_c_eff.ravel()) <= set(c_eff)
+    assert set(g_nul.ravel()) <= set(m_nul) and set(g_eff.ravel()) <= set(m_eff)
+    gs = mon["group_sequential"]
+    assert gs["looks"] == 3 and len(gs["sizes"]) == 3 and gs["max"] == gs["sizes"][-1]
+    assert gs["null_upper"] >= gs["null_rejection"] and 0 < gs["expected_effect"] <= gs["max"]
+    # equal pools are refused: a figure measured where the rule was chosen is not a measurement
+    same = pools.draw_pools(spec, 96, 1, 40, 3, "choose")
+    with pytest.raises(ct.InputError, match="disjoint seed streams"):
+        kind.designs_on_pools(spec, same, same, 12, 36, 0.8, 50, 3)
+    lines = design_table({"monitor": mon, "chosen": {"subjects": 12, "dollars": 1.2, "power": 0.8, "mc_se": 0.03,
+                                                     "design": "96 trials"}})
+    assert [x.split()[0] for x in lines[2:5]] == ["fixed", "group-seq.", "monitor"]
+    assert any("measured on 720 fresh" in x for x in lines) and any("O'Brien-Fleming" in x for x in lines)
+
+
+@pytest.mark.parametrize("question", ["model", "metric"])
+def test_two_llm_comparisons_get_the_three_designs(monkeypatch: pytest.MonkeyPatch, question: str) -> None:
+    """Item 2: a two-LLM comparison (a parameter difference, a metric difference) is planned fixed, group-sequential
+    (Lan-DeMets O'Brien-Fleming, calibrated on the choosing pools' nulls) and monitored, side by side."""
+    import cogtestbed.validation.design.monitor_kind as kind
+    import cogtestbed.validation.design.monitor_pools as pools
+    from cogtestbed.validation.studies.study_kinds import study_spec
+
+    def metric_pool(spec: Any, trials: Any, n: int, seed: int, effect: bool) -> np.ndarray:
+        return _tagged_pool(spec, trials, 1, n, seed, effect) * 10  # a metric on its own, unbounded-looking scale
+
+    monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)
+    monkeypatch.setattr(pools, "metric_pool", metric_pool)
+    if question == "model":
+        spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                          effect_size=0.4, groups=2)
+        chosen = {"subjects": 12, "trials": 96, "runs": 1, "dollars": 2.4, "power": 0.82, "mc_se": 0.03}
+    else:
+        spec = study_spec(kind="metric-power", experiment="temporal-discounting", agent="hyperbolic", metric="score",
+                          compare=({"k": 0.005}, {"k": 0.8}))
+        chosen = {"runs": 12, "trials": None, "dollars": 0.05, "power": 0.82, "mc_se": 0.03}
+    mon = kind.monitor_section(spec, chosen, 0.8, 400, 5)
+    gs = mon["group_sequential"]
+    assert mon["test"] == "symmetry" and mon["unit"] == ("pair" if question == "model" else "pair of runs")
+    assert gs["spending"] == "obrien-fleming" and gs["looks"] == 3 and gs["sizes"] == sorted(gs["sizes"])
+    assert gs["efficacy"][0] > gs["efficacy"][-1] > 1.5  # O'Brien-Fleming: strict early, near z at the end
+    assert 0.0 <= gs["null_rejection"] <= gs["null_upper"] and gs["expected_null"] <= gs["max"]
+    lines = design_table({"monitor": mon, "chosen": {**chosen, "design": "the design"}})
+    rows = [x.split()[0] for x in lines[2:5]]
+    assert rows == ["fixed", "group-seq.", "monitor"]
+    assert any(x.strip().startswith("group-seq.: Lan-DeMets O'Brien-Fleming") for x in lines)
+
+
+def test_the_declared_questions_come_from_the_contracts() -> None:
+    """Item 3: the benchmark's questions are the experiments' declared power and metric-power studies, each with
+    the property its monitor needs, or the reason none is valid (an unbounded statistic, a pooled metric)."""
+    from cogtestbed.validation.design.monitor_questions import declared_questions
+
+    il = declared_questions(ct.get_experiment("instrumental-learning"), (1, 2))
+    assert [(q.spec.groups if q.spec.kind == "power" else q.spec.metric) for q in il] == [1, 2, "optimism_bias"]
+    assert "declared bounds" in il[0].needs and "exchangeability" in il[1].needs and "exchangeability" in il[2].needs
+    risky = {q.name: q for q in declared_questions(ct.get_experiment("risky-choice"), (1,))}
+    lam = next(q for name, q in risky.items() if "lambda" in name)
+    assert lam.spec is None and "needs a bounded statistic" in lam.needs
+    two = {q.name: q for q in declared_questions(ct.get_experiment("two-step"), (1,))}
+    mb = next(q for name, q in two.items() if "model_basedness" in name)
+    assert mb.spec is None and "pooled estimate" in mb.needs
+
+
+def test_a_question_is_sized_and_measured_from_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.validation.design.monitor_pools as pools
+    from cogtestbed.validation.design.monitor_questions import validate_question
+    from cogtestbed.validation.studies.study_kinds import study_spec
+
+    monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2)
+    row = validate_question(spec, sims=300, seed=2)
+    # 0.25 / 0.23 per unit: the fixed t-test needs about 9 subjects at 80 % power
+    assert 6 <= row["fixed"]["n"] <= 12 and row["fixed"]["reached"]
+    assert row["pools"]["measure"]["units"] == 20 * row["longest"] and row["group_sequential"]["max"] >= 6
+    assert row["simulated_units"] == 60 + 2 * (row["pools"]["choose"]["units"] + row["pools"]["measure"]["units"])
+    assert "more than 3, not simulated" in validate_question(spec, sims=300, seed=2, max_units=3)["reason"]

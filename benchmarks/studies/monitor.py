@@ -1,61 +1,148 @@
-"""Anytime-valid monitoring beside the fixed design at equal power (issue 74): per plan question, the betting
-e-process looked at after every subject, its futility cap, power, expected subjects and dollars under the
-effect and the null, and its null rejection rate with a one-sided 95 % upper bound, each with its MC SE.
+"""Anytime-valid monitoring validated on every experiment's declared plan questions (issue 74): per question the
+fixed t-test, the group-sequential design (3 looks, Lan-DeMets O'Brien-Fleming, calibrated) and the betting
+e-process looked at after every unit, side by side at equal power (target 0.80): expected units under the effect
+and the null, the most, power and type-I error (one-sided 95 % upper bound), each with its MC SE.
 
-Each case is ``ct.plan(..., monitor=True)`` at the fixed design the full plan chose (its subjects and
-trials given as single points, so the fixed search is not repeated; the full searches are in docs/plan.md),
-with the group-sequential design of 3 looks beside it where the planner makes one (one LLM; a model
-difference between two LLMs is planned as a fixed design):
-the fixed plan's power at that design, then :func:`~cogtestbed.validation.design.monitor_kind.monitor_section`
-(simulated subjects reused across studies: each study a random ordering of one of 10 disjoint sub-pools).
+The questions come from the experiments' declarations (:func:`~cogtestbed.validation.design.monitor_questions.
+declared_questions`: every declared ``power`` study, one LLM and two, and ``metric-power`` study), not from a
+hand list; each is sized and measured from simulated pools alone (:func:`~cogtestbed.validation.design.
+monitor_questions.validate_question`): the per-unit statistic simulated once per pool and resampled into 2,000
+studies per hypothesis; the rule chosen on choosing pools, every figure measured on fresh measuring pools.
+Dollars are the plan's (``plan --monitor``); here the sizes are in units (subjects, pairs, pairs of runs).
 
-    .venv/bin/python benchmarks/studies/monitor.py                 # both cases, 2,000 studies per hypothesis
-    .venv/bin/python benchmarks/studies/monitor.py --case one --studies 500
+    # one process per chunk (each appends one JSON line per question), then the table of all of them
+    nice python benchmarks/studies/monitor.py run --experiment instrumental-learning --out monitor.jsonl
+    python benchmarks/studies/monitor.py table monitor.jsonl
+    python benchmarks/studies/monitor.py run --out monitor.jsonl    # every experiment (about 1 h CPU)
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import cogtestbed as ct  # noqa: E402
-from cogtestbed.validation.design.monitor_kind import design_table  # noqa: E402
 
-#: The plan questions the issue names: (label, experiment, keywords of ct.plan at the full plan's design).
-CASES = {
-    "one": ("RW± optimism bias 0.2, one LLM (gpt-4o-mini)", "instrumental-learning",
-            {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "llm": ["openai:gpt-4o-mini"], "subjects": "26",
-             "trials": "96", "looks": 3, "seq_sims": 300}),
-    "two": ("RW± optimism bias difference 0.4 between two LLMs (gpt-4o, gpt-4o-mini)", "instrumental-learning",
-            {"model": "rw-pm", "effect": {"optimism_bias": 0.4}, "llm": ["openai:gpt-4o", "openai:gpt-4o-mini"],
-             "subjects": "14", "trials": "96"}),
-    "metric": ("CogBench temporal-discounting score, hyperbolic k 0.005 vs 0.8, between two LLMs (gpt-4o, "
-               "gpt-4o-mini)", "temporal-discounting",
-               {"metric": "score", "compare": ("hyperbolic:k=0.005", "hyperbolic:k=0.8"),
-                "llm": ["openai:gpt-4o", "openai:gpt-4o-mini"], "runs": "22"}),
-}
+def questions(experiments: list[str] | None, groups: tuple[int, ...]) -> Iterator[Any]:
+    """Every declared plan question of the experiments named (default: every registered experiment)."""
+    from cogtestbed.registry import experiment_names, get_experiment
+    from cogtestbed.validation.design.monitor_questions import declared_questions
+
+    for name in experiments or experiment_names():
+        yield from declared_questions(get_experiment(name), groups)
+
+
+def run(args: argparse.Namespace) -> None:
+    """Validate each question, appending its JSON line to ``args.out`` (a question already there is skipped)."""
+    import warnings
+
+    from cogtestbed.validation.design.monitor_questions import validate_question
+
+    out = Path(args.out)
+    done = {json.loads(x)["question"] for x in out.read_text().splitlines() if x.strip()} if out.exists() else set()
+    for q in questions(args.experiment, tuple(args.groups)):
+        if q.name in done:
+            continue
+        wall = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            row = ({"reason": q.needs} if q.spec is None else
+                   validate_question(q.spec, sims=args.studies, seed=args.seed, max_units=args.max_units))
+        load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+        line = {"question": q.name, "needs": q.needs, **row, "wall_s": time.perf_counter() - wall, "uptime": load}
+        with out.open("a") as fh:
+            fh.write(json.dumps(line, default=float) + "\n")
+        print(f"{q.name}: {line.get('cpu_s', 0):.0f} s CPU, {line['wall_s']:.0f} s wall; {load}", file=sys.stderr,
+              flush=True)
+
+
+def _pm(x: float, se: float, fmt: str = ".3f") -> str:
+    return f"{x:{fmt}}±{se:{fmt}}"
+
+
+def rows(r: Mapping[str, Any]) -> list[str]:
+    """The three designs of one validated question (or the reason it is not), as table lines."""
+    if "cap" not in r:
+        return [f"{r['question']}: {r['reason']}"]
+    fx, gs = r["fixed"], r.get("group_sequential")
+    unit = {"subject": "subjects", "pair": "pairs"}.get(r["unit"], "pairs of runs")
+    out = [f"{r['question']} ({unit}; {r['trials'] or 'default'} trials; statistic {r['statistic']})",
+           f"  {'design':<11} {'E[n] effect':>12} {'E[n] null':>11} {'max':>4} {'power':>12} {'type-I (upper)':>22}",
+           f"  {'fixed':<11} {fx['n']:>12} {fx['n']:>11} {fx['n']:>4} {_pm(fx['power'], fx['power_se']):>12} "
+           f"{_pm(fx['null_rejection'], fx['null_rejection_se'], '.4f'):>14} ({fx['null_upper']:.4f})"]
+    if isinstance(gs, Mapping):
+        out.append(f"  {'group-seq.':<11} {_pm(gs['expected_effect'], gs['expected_effect_se'], '.1f'):>12} "
+                   f"{gs['expected_null']:>11.1f} {gs['max']:>4} {_pm(gs['power'], gs['power_se']):>12} "
+                   f"{_pm(gs['null_rejection'], gs['null_rejection_se'], '.4f'):>14} ({gs['null_upper']:.4f})")
+    else:
+        out.append(f"  {'group-seq.':<11} {'-':>12} (a fixed size of {fx['n']} leaves fewer than 2 units per look)")
+    out.append(f"  {'monitor':<11} {_pm(r['expected_effect'], r['expected_effect_se'], '.1f'):>12} "
+               f"{r['expected_null']:>11.1f} {r['cap']:>4} {_pm(r['power'], r['power_se']):>12} "
+               f"{_pm(r['null_rejection'], r['null_rejection_se'], '.4f'):>14} ({r['null_upper']:.4f})")
+    s, se = 100 * r["saving"], 196 * r["saving_se"]
+    out.append(f"  monitor: {r['test']} test; saving against fixed under the effect {s:+.1f}% ({s - se:+.1f}% to "
+               f"{s + se:+.1f}%); null rejection at any look to {r['longest']}: {r['null_rejection_any']:.4f} "
+               f"(upper {r['null_upper_any']:.4f}); {r['null_studies']} null studies per design")
+    out.append(f"  validity needs: {r['property']}")
+    out.append(f"  {r['simulated_units']} simulated units, {r['cpu_s']:.0f} s CPU")
+    return out
+
+
+def brief(r: Mapping[str, Any]) -> str:
+    """One line per question: its units, E[n] under the effect of the three designs, the monitor's saving and
+    type-I upper bound (or the reason it is not monitored)."""
+    if "cap" not in r:
+        return f"{r['question'][:70]:<70} {'not monitored':>38}"
+    gs = r.get("group_sequential")
+    seq = f"{gs['expected_effect']:.1f}" if isinstance(gs, Mapping) else "-"
+    return (f"{r['question'][:70]:<70} {r['fixed']['n']:>5} {seq:>6} {r['expected_effect']:>6.1f} "
+            f"{100 * r['saving']:>+7.1f}% {r['null_upper']:>7.4f}")
+
+
+def table(files: list[str], short: bool = False) -> None:
+    """Print the table of every question in the JSON-lines ``files`` (the last line of a question wins);
+    ``short``: one line each (:func:`brief`)."""
+    found: dict[str, dict[str, Any]] = {}
+    for f in files:
+        for x in Path(f).read_text().splitlines():
+            if x.strip():
+                r = json.loads(x)
+                found[r["question"]] = r
+    if short:
+        print(f"{'question':<70} {'fixed':>5} {'g-seq':>6} {'mon.':>6} {'saving':>8} {'type-I':>7}")
+    for r in sorted(found.values(), key=lambda r: r["question"]):
+        print(brief(r) if short else "\n".join(rows(r)))
+    valid = [r for r in found.values() if "cap" in r]
+    worst = max((r["null_upper"] for r in valid), default=float("nan"))
+    print(f"{len(found)} declared questions, {len(valid)} validated; largest type-I upper bound of the monitor "
+          f"{worst:.4f}; {sum(r.get('cpu_s', 0) for r in found.values()) / 60:.0f} min CPU in all")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=sorted(CASES), action="append", help="default: every case")
-    ap.add_argument("--studies", type=int, default=2000, help="simulated studies per hypothesis")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=1)
+    sub = ap.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="validate the declared questions, one JSON line each")
+    r.add_argument("--experiment", action="append", help="default: every registered experiment")
+    r.add_argument("--groups", type=int, nargs="+", default=[1, 2], choices=[1, 2],
+                   help="LLMs per model-effect question (1: one LLM; 2: the difference between two)")
+    r.add_argument("--studies", type=int, default=2000, help="simulated studies per hypothesis")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--max-units", type=int, default=120, help="skip a question whose fixed design needs more")
+    r.add_argument("--out", default="monitor.jsonl")
+    t = sub.add_parser("table", help="print the table of JSON-lines files")
+    t.add_argument("files", nargs="+")
+    t.add_argument("--brief", action="store_true", help="one line per question: E[n] under the effect of each design")
     args = ap.parse_args()
-    for key in args.case or sorted(CASES):
-        label, experiment, kw = CASES[key]
-        start = time.perf_counter()
-        plan = ct.plan(experiment, monitor=True, monitor_sims=args.studies, seed=args.seed, workers=args.workers,
-                       mc_se=0.03, **kw)
-        print(f"## {label} ({experiment}; {time.perf_counter() - start:.0f} s)")
-        for line in design_table(plan.payload):
-            print(line)
-        print()
+    run(args) if args.command == "run" else table(args.files, args.brief)
 
 
 if __name__ == "__main__":

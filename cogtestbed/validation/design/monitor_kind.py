@@ -12,18 +12,19 @@ refused) against a null interval covering the MLE's simulated bias; for two LLMs
 exact when the two are exchangeable and needing no bounds.  It is looked at after every unit; it stops when
 ``K_t ≥ 1/α`` (efficacy) or at the cap (futility), the smallest size at which it reaches the target power.
 
-Validation (:func:`operate`): per hypothesis a pool of simulated subjects at the fixed plan's design
-(:func:`subject_pool`), split into :data:`BATCHES` disjoint sub-pools; each simulated study is a random
-ordering of one sub-pool's subjects, so each is exactly a study of i.i.d. subjects (a random permutation of
-i.i.d. draws is i.i.d.) while the fits are reused across studies.  The studies of one sub-pool share subjects,
-so the Monte-Carlo SEs are the larger of the binomial one and the spread between sub-pools.
+Validation (:func:`operate`, :func:`designs_on_pools`): per hypothesis pools of simulated units at the fixed
+plan's design (:mod:`~cogtestbed.validation.design.monitor_pools`), split into ``BATCHES`` disjoint sub-pools;
+each simulated study is a random ordering of one sub-pool's units, so each is exactly a study of i.i.d. units
+(a random permutation of i.i.d. draws is i.i.d.) while the fits are reused across studies.  The studies of
+one sub-pool share units, so the Monte-Carlo SEs are the larger of the binomial one and the spread between
+sub-pools.  The test, its cap and the group-sequential design (:mod:`~cogtestbed.validation.design.monitor_gs`)
+are chosen on *choosing* pools; every printed figure is measured on *measuring* pools of other seed streams.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,13 +33,25 @@ import numpy as np
 
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned
+from cogtestbed.validation.design.monitor_gs import GS_LOOKS
+from cogtestbed.validation.design.monitor_pools import (
+    BATCHES,
+    POOL_FACTOR,
+    Pools,
+    choose_size,
+    draw_pools,
+    hypothesis_pool,
+    metric_pool,
+    null_studies,
+    rate_and_se,
+    studies,
+    subject_pool,
+    unit_array,
+    upper_bound,
+)
 
-#: Disjoint sub-pools per hypothesis (the MC SE's between-pool spread).
-BATCHES = 10
 #: The largest size a monitor is simulated to, as a multiple of the fixed design's.
 MAX_FACTOR = 3.0
-#: Each sub-pool holds this many times the largest size's subjects.
-POOL_FACTOR = 2
 
 
 def statistic_bounds(model: Any, effect: str, scale: str) -> tuple[float, float]:
@@ -91,75 +104,13 @@ def check_monitor(exp: Any, req: Any) -> None:
     statistic_bounds(model, name, effect_scale(model, name))
 
 
-def subject_pool(spec: Any, trials: int | None, runs: int, n: int, seed: int) -> np.ndarray:
-    """``n`` simulated subjects' statistic at the design (``trials`` per run, ``runs``): the per-subject MLE
-    of ``spec.effect`` on the test's scale less :func:`one_sample_null` (NaN: no valid trial).  ``spec`` is a
-    one-group :class:`~cogtestbed.validation.studies.study_kinds.PowerStudy`."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqsim import subject_contrasts
-    from cogtestbed.validation.studies.model_studies import one_sample_null, power_parameters
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
-
-    exp = get_experiment(spec.experiment)
-    model = exp.model(spec.models[0])
-    design = design_for_trials(exp, trials, spec.design)
-    param_seq, sim_seq = np.random.SeedSequence(seed).spawn(2)
-    true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
-    table = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return subject_contrasts(spec, model, table, n, one_sample_null(spec.model_copy(update={"effect_size": 0.0}),
-                                                                       model))
-
-
-def hypothesis_pool(spec: Any, trials: int | None, runs: int, n: int, seed: int, effect: bool) -> np.ndarray:
-    """``n`` observations of the monitored statistic under the effect (``effect``) or the null: one
-    subject each (one group), or a pair's difference, second group less first (two groups)."""
-    one = spec.model_copy(update={"groups": 1})
-    moved = one if effect else one.model_copy(update={"effect_size": 0.0})
-    if spec.groups == 1:
-        return subject_pool(moved, trials, runs, n, seed)
-    base = one.model_copy(update={"effect_size": 0.0})
-    return subject_pool(moved, trials, runs, n, seed) - subject_pool(base, trials, runs, n, seed + 1)
-
-
-def studies(pool: np.ndarray, reps: int, length: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``reps`` studies of ``length`` observations, each a random ordering of one of :data:`BATCHES` disjoint
-    sub-pools of ``pool``; returns them and each study's sub-pool."""
-    sub = np.array_split(pool, BATCHES)
-    which = np.arange(reps) % BATCHES
-    out = np.empty((reps, length))
-    for i, b in enumerate(which):
-        out[i] = rng.permutation(sub[b])[:length]
-    return out, which
-
-
-def _rate(x: np.ndarray, which: np.ndarray) -> tuple[float, float]:
-    """Mean of ``x`` and its MC SE: the larger of the i.i.d. SE and the between-sub-pool one."""
-    x = np.asarray(x, float)
-    iid = float(x.std(ddof=1) / math.sqrt(x.size)) if x.size > 1 else float("nan")
-    means = np.array([x[which == b].mean() for b in np.unique(which)])
-    between = float(means.std(ddof=1) / math.sqrt(means.size)) if means.size > 1 else 0.0
-    return float(x.mean()), max(iid, between)
-
-
-def upper_bound(rate: float, se: float, n: int) -> float:
-    """One-sided 95 % upper bound of a rejection rate: the larger of ``rate + 1.645·se`` (the MC SE, sub-pool
-    spread included) and the Clopper–Pearson bound of ``rate·n`` rejections in ``n`` studies."""
-    from scipy import stats
-
-    k = round(rate * n)
-    cp = 1.0 if k >= n else float(stats.beta.ppf(0.95, k + 1, n - k))
-    return max(rate + 1.645 * se, cp)
-
-
 def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: np.ndarray, lo: float, hi: float,
             level: float, power: float, planned: float | None = None, halfwidth: float = 0.0,
-            scale: float | None = None) -> dict[str, Any]:
+            scale: float | None = None, cap: int | None = None) -> dict[str, Any]:
     """The monitor's operating characteristics on simulated studies (rows; every subject a look): the cap
-    (smallest size with power ≥ ``power`` under the effect, else the largest simulated), power, the null's
-    rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected sizes.
-    The test: the mean's (null 0 ± ``halfwidth``) on ``[lo, hi]``, or with ``scale`` symmetry about 0
+    (given, else the smallest size with power ≥ ``power`` under the effect, else the largest simulated), power,
+    the null's rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected
+    sizes.  The test: the mean's (null 0 ± ``halfwidth``) on ``[lo, hi]``, or with ``scale`` symmetry about 0
     (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet."""
     from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
 
@@ -171,14 +122,16 @@ def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: 
     length = eff.shape[1]
     by_size = np.array([((t_eff > 0) & (t_eff <= n)).mean() for n in range(1, length + 1)])
     reached = np.flatnonzero(by_size >= power)
-    cap = int(reached[0] + 1) if reached.size else length
+    if cap is None:
+        cap = int(reached[0] + 1) if reached.size else length
+    cap = min(int(cap), length)
     stop_eff = np.where((t_eff > 0) & (t_eff <= cap), t_eff, cap)
     stop_nul = np.where((t_nul > 0) & (t_nul <= cap), t_nul, cap)
-    pw, pw_se = _rate((t_eff > 0) & (t_eff <= cap), eff_which)
-    rej, rej_se = _rate((t_nul > 0) & (t_nul <= cap), nul_which)
-    anytime, any_se = _rate(t_nul > 0, nul_which)
-    e_n, e_se = _rate(stop_eff, eff_which)
-    n_n, n_se = _rate(stop_nul, nul_which)
+    pw, pw_se = rate_and_se((t_eff > 0) & (t_eff <= cap), eff_which)
+    rej, rej_se = rate_and_se((t_nul > 0) & (t_nul <= cap), nul_which)
+    anytime, any_se = rate_and_se(t_nul > 0, nul_which)
+    e_n, e_se = rate_and_se(stop_eff, eff_which)
+    n_n, n_se = rate_and_se(stop_nul, nul_which)
     return {"cap": cap, "reached": bool(reached.size), "longest": length, "power": pw, "power_se": pw_se,
             "null_rejection": rej, "null_rejection_se": rej_se, "null_upper": upper_bound(rej, rej_se, nul.shape[0]),
             "null_rejection_any": anytime, "null_rejection_any_se": any_se,
@@ -188,56 +141,84 @@ def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: 
 
 
 def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: int, seed: int,
-                    say: Any = None) -> dict[str, Any]:
+                    say: Any = None, group_sequential: bool = True) -> dict[str, Any]:
     """The ``monitor`` section of a plan: bounds, the rule, its operating characteristics at the fixed
-    design's trials, expected subjects and dollars beside the fixed design's, the saving with its MC SE.
-    ``spec``: the fixed plan's study, a model effect (:func:`hypothesis_pool`) or a metric difference between
-    two settings (:func:`metric_pool`: per-unit pair differences, the symmetry test)."""
-    from cogtestbed.registry import get_experiment
-
+    design's trials, expected subjects and dollars beside the fixed design's, the saving with its MC SE, and
+    (``group_sequential``) the group-sequential design of :mod:`~cogtestbed.validation.design.monitor_gs`.
+    ``spec``: the fixed plan's study, a model effect or a metric difference between two settings
+    (:func:`~cogtestbed.validation.design.monitor_pools.draw_pools`).  The rule is chosen on the choosing pools,
+    every printed figure measured on fresh measuring pools (:mod:`~cogtestbed.validation.design.monitor_pools`)."""
     metric = getattr(spec, "metric", None) is not None
     n_fix = int(chosen["runs"] if metric else chosen["subjects"])
     trials, runs = chosen.get("trials"), 1 if metric else int(chosen.get("runs") or 1)
     length = max(4, math.ceil(MAX_FACTOR * n_fix))
     pool_n = BATCHES * POOL_FACTOR * length
     groups = 2 if metric else spec.groups
-    unit = "pair of runs" if metric else "pair" if groups == 2 else "subject"
     if say is not None:
-        say(f"monitor: {2 * pool_n * groups} simulated {'runs' if metric else 'subjects'} at the fixed design's "
-            f"trials, {sims} studies per hypothesis looked at after every {unit} up to {length}")
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 7_474]))
+        say(f"monitor: {2 * (pool_n + choose_size(pool_n)) * groups} simulated {'runs' if metric else 'subjects'} "
+            f"at the fixed design's trials (choosing and measuring pools), {sims} studies per hypothesis looked at "
+            f"after every unit up to {length}")
+    choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, "choose")
+    measure = draw_pools(spec, trials, runs, pool_n, seed, "measure")
+    out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential)
+    per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
+    out.update({"trials": trials, "runs": runs, "dollars_per_unit": per_unit,
+                **{f"dollars_{k}": None if per_unit is None else per_unit * out[f"expected_{k}"]
+                   for k in ("effect", "null")},
+                "dollars_cap": None if per_unit is None else per_unit * out["cap"]})
+    return out
+
+
+def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, length: int, power: float, sims: int,
+                     seed: int, group_sequential: bool = True) -> dict[str, Any]:
+    """The monitor (and the group-sequential design) at ``n_fix`` units of the fixed design: the test and its
+    cap chosen on ``choose``'s studies, every operating characteristic measured on ``measure``'s (pools of
+    disjoint seed streams: refused otherwise)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.monitor_gs import fixed_measured
+    from cogtestbed.validation.design.monitor_gs import group_sequential as gs_design
+    from cogtestbed.validation.design.seqplan import direction
+
+    if choose.seed_set() & measure.seed_set() or choose.role == measure.role:
+        raise InputError("the monitor's choosing and measuring pools must come from disjoint seed streams")
+    metric = getattr(spec, "metric", None) is not None
+    groups = 2 if metric else spec.groups
+    unit = "pair of runs" if metric else "pair" if groups == 2 else "subject"
     if metric:
         lo, hi = -math.inf, math.inf
         label = f"per-unit {spec.metric} of {spec.agent} {_setting(spec.compare[1])} less {_setting(spec.compare[0])}"
-        eff_pool, nul_pool = (metric_pool(spec, trials, pool_n, seed + 74_001 + 100 * k, k == 0) for k in (0, 1))
     else:
         lo, hi, label = _model_statistic(spec)
-        eff_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_001, True)
-        nul_pool = hypothesis_pool(spec, trials, runs, pool_n, seed + 74_101, False)
-    finite = np.concatenate([eff_pool, nul_pool])
-    finite = finite[np.isfinite(finite)]
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 7_474]))
+    c_eff, _ = studies(choose.effect, sims, length, rng, batches=1)
+    c_nul, _ = null_studies(choose.null, sims, length, rng, batches=1, mirror=groups == 2)
+    eff, eff_which = studies(measure.effect, sims, length, rng)
+    nul, nul_which = null_studies(measure.null, sims, length, rng, mirror=groups == 2)
+    test = choose_test(choose.effect, choose.null, lo, hi, groups)
+    rule = (test["planned_bet"], test["halfwidth"], test["symmetry_scale"])
+    picked = operate(c_eff, np.zeros(sims, int), c_nul, np.zeros(sims, int), lo, hi, spec.level, power, *rule)
+    ops = {**operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, *rule, cap=picked["cap"]),
+           "reached": picked["reached"]}
+    both = np.concatenate([choose.effect, choose.null, measure.effect, measure.null])
+    finite = both[np.isfinite(both)]
     outside = int(((finite < lo - 1e-9) | (finite > hi + 1e-9)).sum())
-    eff, eff_which = studies(eff_pool, sims, length, rng)
-    nul, nul_which = studies(nul_pool, sims, length, rng)
-    test = choose_test(eff_pool, nul_pool, lo, hi, groups)
-    ops = operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, test["planned_bet"],
-                  test["halfwidth"], test["symmetry_scale"])
-    per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
-    saving = 1.0 - ops["expected_effect"] / n_fix
     bounded = math.isfinite(lo)
+    dirn = direction(spec)
     fixed_test = get_experiment(spec.experiment).metrics.comparability(spec.metric).test if metric else "t-test"
-    return {"method": test["method"], "statistic": label, "unit": unit, "fixed_test": fixed_test,
-            "bounds": [lo, hi] if bounded else None, "null": 0.0, **test, "level": spec.level, "target_power": power,
-            "property": test["property"] + (f"; {outside} of {finite.size} simulated estimates outside "
-                                            f"[{lo:g}, {hi:g}]" if bounded else ""),
-            "outside": outside, "pool_mean_null": float(np.nanmean(nul_pool)),
-            "missing": float(np.mean(~np.isfinite(np.concatenate([eff_pool, nul_pool])))),
-            "trials": trials, "runs": runs, **ops, "fixed_subjects": n_fix, "dollars_per_unit": per_unit,
-            "dollars_effect": None if per_unit is None else per_unit * ops["expected_effect"],
-            "dollars_null": None if per_unit is None else per_unit * ops["expected_null"],
-            "dollars_cap": None if per_unit is None else per_unit * ops["cap"],
-            "saving": saving, "saving_se": ops["expected_effect_se"] / n_fix,
-            "saving_null": 1.0 - ops["expected_null"] / n_fix, "saving_null_se": ops["expected_null_se"] / n_fix}
+    out = {"method": test["method"], "statistic": label, "unit": unit, "fixed_test": fixed_test,
+           "bounds": [lo, hi] if bounded else None, "null": 0.0, **test, "level": spec.level, "target_power": power,
+           "property": test["property"] + (f"; {outside} of {finite.size} simulated estimates outside "
+                                           f"[{lo:g}, {hi:g}]" if bounded else ""),
+           "outside": outside, "pool_mean_null": float(np.nanmean(measure.null)),
+           "missing": float(np.mean(~np.isfinite(both))), **ops, "fixed_subjects": n_fix,
+           "pools": {p.role: {"seeds": list(p.seeds), "units": int(p.effect.size)} for p in (choose, measure)},
+           "fixed_measured": fixed_measured(eff, nul, eff_which, nul_which, min(n_fix, length), spec.level, dirn),
+           "saving": 1.0 - ops["expected_effect"] / n_fix, "saving_se": ops["expected_effect_se"] / n_fix,
+           "saving_null": 1.0 - ops["expected_null"] / n_fix, "saving_null_se": ops["expected_null_se"] / n_fix}
+    if group_sequential and n_fix >= 2 * GS_LOOKS:
+        out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
+                                            dirn)
+    return out
 
 
 def _model_statistic(spec: Any) -> tuple[float, float, str]:
@@ -255,40 +236,6 @@ def _model_statistic(spec: Any) -> tuple[float, float, str]:
 
 def _setting(setting: Mapping[str, float]) -> str:
     return ",".join(f"{k}={v:g}" for k, v in setting.items()) or "(base)"
-
-
-def metric_pool(spec: Any, trials: int | None, n: int, seed: int, effect: bool) -> np.ndarray:
-    """``n`` pair differences of a metric per unit (run or subject, :func:`~cogtestbed.validation.studies.
-    metric_studies.comparison_result`, the fixed plan's own per-unit values): unit ``i`` of the second setting
-    less unit ``i`` of the first (``effect``), or of a second, independent simulation of the first setting (the
-    null: two exchangeable LLMs).  NaN where either unit has no value.  ``spec``: a metric-power study."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.metric_studies import comparison_result
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
-
-    exp = get_experiment(spec.experiment)
-    design = design_for_trials(exp, trials, spec.design)
-    values = []
-    settings = (spec.compare[0], spec.compare[1] if effect else spec.compare[0])
-    for seq, setting in zip(np.random.SeedSequence(seed).spawn(2), settings, strict=True):
-        table = simulate_runs(exp, spec.agent, n, seed_of(seq), {**spec.params, **setting}, design, lapse=spec.lapse)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = comparison_result(exp, spec.metric, table, spec.metric_options)
-        values.append(unit_array(result.get(exp.metrics.unit) or [], spec.metric, n))
-    return values[1] - values[0]
-
-
-def unit_array(rows: Any, metric: str, n: int) -> np.ndarray:
-    """The metric of units 0..n−1 from a metrics result's per-unit rows (their ``run``/``subject`` id, else
-    their order); NaN where a unit has none."""
-    out = np.full(n, np.nan)
-    for i, row in enumerate(rows):
-        k = int(row.get("run", row.get("subject", i)))
-        v = row.get(metric)
-        if 0 <= k < n and isinstance(v, (int, float)) and math.isfinite(v):
-            out[k] = float(v)
-    return out
 
 
 #: Candidate scales of the symmetry test's transform, as quantiles of the simulated |statistic| under the effect.
@@ -370,7 +317,7 @@ def run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
         payload["monitor"] = {"reason": f"no fixed design reached the target power on the {axis} axis"}
         return Planned(payload, planned.size_name)
     payload["monitor"] = monitor_section(spec, chosen, req.target.power, req.sequential.monitor_sims, req.seed,
-                                         ctx.say)
+                                         ctx.say, group_sequential=req.sequential.looks is None)
     if axis == "subjects" and spec.groups == 1 and isinstance(payload.get("run"), dict):
         payload["run"] = run_settings(payload["run"], payload["monitor"], spec, chosen)
     return Planned(payload, planned.size_name)
@@ -425,7 +372,7 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
             f"{'power':>13} {'type-I':>16}",
             f"  {'fixed':<16} {n:>14} {n:>12} {n:>5} {_money(chosen.get('dollars')):>10} "
             f"{_money(chosen.get('dollars')):>10} {chosen['power']:>7.3f}±{chosen['mc_se']:.3f} {fixed_test:>16}"]
-    rows += _sequential_row(payload.get("sequential"))
+    rows += _sequential_row(payload.get("sequential")) or _pooled_sequential_row(mon)
     rows.append(f"  {'monitor':<16} {mon['expected_effect']:>8.1f}±{mon['expected_effect_se']:<5.1f} "
                 f"{mon['expected_null']:>12.1f} {mon['cap']:>5} {_money(mon['dollars_effect']):>10} "
                 f"{_money(mon['dollars_null']):>10} {mon['power']:>7.3f}±{mon['power_se']:.3f} "
@@ -436,7 +383,40 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
                 f"studies); mean of the null pool {mon['pool_mean_null']:+.4f}")
+    rows += _measured_lines(mon)
     return rows
+
+
+def _pooled_sequential_row(mon: Mapping[str, Any]) -> list[str]:
+    """The group-sequential design computed on the monitor's pools (:mod:`~cogtestbed.validation.design.
+    monitor_gs`), where the plan has none of its own: its row and its boundary."""
+    gs = mon.get("group_sequential")
+    if not isinstance(gs, Mapping):
+        return []
+    per = mon.get("dollars_per_unit")
+    money = [_money(None if per is None else per * gs[f"expected_{k}"]) for k in ("effect", "null")]
+    return [f"  {'group-seq.':<16} {gs['expected_effect']:>8.1f}±{gs['expected_effect_se']:<5.1f} "
+            f"{gs['expected_null']:>12.1f} {gs['max']:>5} {money[0]:>10} {money[1]:>10} "
+            f"{gs['power']:>7.3f}±{gs['power_se']:.3f} {gs['null_rejection']:>8.4f}≤{gs['null_upper']:.4f}"]
+
+
+def _measured_lines(mon: Mapping[str, Any]) -> list[str]:
+    """Where the figures come from: the choosing and measuring pools, the group-sequential boundary and the
+    fixed test measured on the measuring pools."""
+    pools = mon.get("pools")
+    if not isinstance(pools, Mapping):
+        return []
+    out = [f"  chosen on {pools['choose']['units']} simulated units per hypothesis (seeds "
+           f"{pools['choose']['seeds']}); every power, type-I and E[n] measured on {pools['measure']['units']} fresh "
+           f"ones (seeds {pools['measure']['seeds']})"]
+    gs = mon.get("group_sequential")
+    if isinstance(gs, Mapping):
+        out.append(f"  group-seq.: {gs['boundary']}; looks at {', '.join(map(str, gs['sizes']))}")
+    fx = mon.get("fixed_measured")
+    if isinstance(fx, Mapping):
+        out.append(f"  measured: the fixed t-test at {fx['n']} on the measuring pools: power {fx['power']:.3f}"
+                   f"±{fx['power_se']:.3f}, type-I {fx['null_rejection']:.4f}≤{fx['null_upper']:.4f}")
+    return out
 
 
 def _saving(mon: Mapping[str, Any], under: str) -> str:
@@ -474,6 +454,7 @@ def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
     return {**files, "monitor": dest}
 
 
-__all__ = ["BATCHES", "MAX_FACTOR", "check_monitor", "design_table", "hypothesis_pool", "monitor_lines",
-           "monitor_section", "operate", "run_monitor", "statistic_bounds", "studies", "subject_pool",
+__all__ = ["BATCHES", "MAX_FACTOR", "POOL_FACTOR", "check_monitor", "choose_test", "design_table",
+           "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_section", "operate",
+           "rate_and_se", "run_monitor", "statistic_bounds", "studies", "subject_pool", "unit_array", "upper_bound",
            "write_monitor"]

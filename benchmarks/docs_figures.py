@@ -195,7 +195,7 @@ def regenerate(page: Path, timeout: float = 7200, match: str = "") -> list[str]:
             wide = Block(command.page, "bash", "export COLUMNS=120\n" + source, command.line, "slow", "")
             done = run_bash(wide, Path(tmp) / "repo", timeout)
             if done.returncode != 0:
-                failures.append(f"{command.id}: exited {done.returncode}: {done.stderr.strip()[-500:]}")
+                failures.append(f"{command.id}: exited {done.returncode}: {done.stderr.strip()[-3000:]}")
             elif output is not None:
                 written.append((output, done.stdout.rstrip("\n") + "\n"))
     for output, text in reversed(written):  # bottom up: the lines above keep their numbers

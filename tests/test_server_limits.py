@@ -205,3 +205,97 @@ def test_the_servers_memory_stays_bounded_under_logprob_requests(server) -> None
         resp = _post(url, "chat/completions", {**body, "seed": seed})
         assert resp.status_code == 200 and len(json.dumps(resp.json())) < 200_000
     assert _rss_mb() - before < 60
+
+
+def _leaves(tiny: Any, monkeypatch: pytest.MonkeyPatch, grace: float) -> tuple[list[str], list[Any], float]:
+    """A completions request whose generation is held until 1 s after the client left (its timeout) and the
+    ``serve_app`` block exited: (threads left running after the block, the prompts then scored, seconds)."""
+    import httpx
+
+    from cogtestbed.llm_adapters.servers.server import create_app, serve_app
+
+    started, release = threading.Event(), threading.Event()
+    generate, scored = tiny._generate, []
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        release.wait(30)
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(tiny, "_generate", held)
+    monkeypatch.setattr(tiny, "prompt_logprobs", lambda prompt: scored.append(prompt) or [])
+    before = set(threading.enumerate())
+    timer = threading.Timer(1.0, release.set)
+    t0 = time.monotonic()
+    with serve_app(create_app({"tiny-random": tiny}), grace=grace, stop_within=30) as root:
+        with pytest.raises(httpx.TimeoutException):  # echo: a second worker-thread step after the generation
+            httpx.post(f"{root}/v1/completions", json={"model": "tiny-random", "prompt": "x", "max_tokens": 1,
+                                                       "echo": True, "logprobs": 1}, timeout=0.3)
+        assert started.wait(30)
+        timer.start()
+    timer.join()
+    left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    return left, scored, time.monotonic() - t0
+
+
+def test_leaving_serve_cancels_a_request_whose_client_left_and_leaves_no_thread(
+        tiny, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The price-coverage study's crash (issue 72): a server thread left running past ``serve`` kept
+    computing for a client that had left, and at the interpreter's exit its next ``asyncio.to_thread``
+    raised ``cannot schedule new futures after shutdown``.  Now the request is cancelled after the grace
+    (nothing scored after the generation) and the block returns only once the thread has ended."""
+    left, scored, seconds = _leaves(tiny, monkeypatch, grace=0.2)
+    assert left == [] and scored == []
+    assert 1.0 <= seconds < 20  # it waited for the held generation, which the grace does not interrupt
+
+
+def test_a_server_that_does_not_stop_is_an_error_not_a_thread_left_behind(
+        tiny, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from cogtestbed.llm_adapters.servers.server import create_app, serve_app
+
+    started, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(tiny, "_generate", lambda *a, **k: (started.set(), release.wait(30))[1])
+    try:
+        with pytest.raises(RuntimeError, match=r"did not stop within 0\.5 s"), \
+                serve_app(create_app({"tiny-random": tiny}), grace=0.1, stop_within=0.5) as root:
+            with pytest.raises(httpx.TimeoutException):
+                httpx.post(f"{root}/v1/completions", json={"model": "tiny-random", "prompt": "x", "max_tokens": 1},
+                           timeout=0.3)
+            assert started.wait(30)
+    finally:
+        release.set()
+
+
+REPRO = """
+import sys, threading, time
+import httpx
+from cogtestbed.llm_adapters.clients.hf import HFClient
+from cogtestbed.llm_adapters.servers.server import serve
+
+tiny = HFClient.tiny_random()
+generate = tiny._generate
+tiny._generate = lambda *a, **k: (time.sleep(12), generate(*a, **k))[1]  # beyond the old 10 s join
+with serve({"tiny-random": tiny}) as url:
+    try:
+        httpx.post(url + "/completions", json={"model": "tiny-random", "prompt": "x", "max_tokens": 1, "echo": True,
+                                               "logprobs": 1}, timeout=0.5)
+    except httpx.TimeoutException:
+        pass
+print("alive", [t.name for t in threading.enumerate() if t is not threading.main_thread()], flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_the_price_coverage_crash_at_small_size() -> None:
+    """The crash as it happened, in a process of its own (12 s): the client gives up, the script leaves
+    ``serve`` and ends.  Before the fix ``serve`` returned after 10 s with the server thread still
+    generating, and the interpreter's exit made its next step fail with the RuntimeError."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", REPRO], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "alive []" in done.stdout, done.stdout
+    assert "cannot schedule new futures" not in done.stderr, done.stderr[-2000:]

@@ -251,21 +251,33 @@ def serve(models: Mapping[str, HFClient], faults: FaultInjector | None = None,
           max_seconds: float = MAX_GENERATION_SECONDS, max_queue: int = MAX_QUEUE,
           reasoning: Mapping[str, ReasoningModel] | None = None) -> Iterator[str]:
     """Run the server on a free port of ``host`` in a thread; yield its ``/v1`` base URL (``reasoning``:
-    the served names that act as reasoning models, :mod:`~.emulators.reasoning`)."""
-    with serve_app(create_app(models, faults, billing, max_body, max_seconds, max_queue, reasoning), host) as root:
+    the served names that act as reasoning models, :mod:`~.emulators.reasoning`).  On exit it stops as
+    :func:`serve_app` does, a generation still running being bounded by ``max_seconds``."""
+    app = create_app(models, faults, billing, max_body, max_seconds, max_queue, reasoning)
+    with serve_app(app, host, stop_within=SHUTDOWN_GRACE_SECONDS + max_seconds + 10) as root:
         yield f"{root}/v1"
 
 
 @contextmanager
-def serve_app(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
-    """Run the ASGI ``app`` on a free port of ``host`` in a thread; yield its root URL."""
+def serve_app(app: Any, host: str = "127.0.0.1", grace: float = SHUTDOWN_GRACE_SECONDS,
+              stop_within: float = SHUTDOWN_GRACE_SECONDS + MAX_GENERATION_SECONDS + 10) -> Iterator[str]:
+    """Run the ASGI ``app`` on a free port of ``host`` in a thread; yield its root URL.
+
+    On exit the server stops accepting requests, gives those in flight ``grace`` seconds, cancels the rest
+    (a client that left, e.g. after its timeout, waits for nothing), and the thread ends once a computation
+    still running in a worker thread returns; ``serve_app`` returns only then.  A server thread left running
+    would go on computing for no one, holding its model, and at the interpreter's exit its next
+    ``asyncio.to_thread`` fails (``RuntimeError: cannot schedule new futures after shutdown``).  Raises
+    :class:`RuntimeError` when the thread has not ended within ``stop_within`` seconds."""
     import uvicorn
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="critical", lifespan="off"))
+    config = uvicorn.Config(app, log_level="critical", lifespan="off")
+    config.timeout_graceful_shutdown = max(grace, 0.01)  # type: ignore[assignment]  # typed int; a float works
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -277,8 +289,10 @@ def serve_app(app: Any, host: str = "127.0.0.1") -> Iterator[str]:
         yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=stop_within)
         sock.close()
+        if thread.is_alive():
+            raise RuntimeError(f"the local server on {host}:{port} did not stop within {stop_within:g} s")
 
 
 #: The one line the deprecated ``python -m`` entry points print (the command is ``cogtestbed serve``).

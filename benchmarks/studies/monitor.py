@@ -134,7 +134,7 @@ def main() -> None:
     r.add_argument("--experiment", action="append", help="default: every registered experiment")
     r.add_argument("--groups", type=int, nargs="+", default=[1, 2], choices=[1, 2],
                    help="LLMs per model-effect question (1: one LLM; 2: the difference between two)")
-    r.add_argument("--studies", type=int, default=2000, help="simulated studies per hypothesis")
+    r.add_argument("--studies", type=int, default=4000, help="simulated studies per hypothesis")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--max-units", type=int, default=120, help="skip a question whose fixed design needs more")
     r.add_argument("--out", default="monitor.jsonl")

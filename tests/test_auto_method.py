@@ -241,5 +241,5 @@ def test_the_help_names_the_budget() -> None:
 
     from cogtestbed.simulate_options import SimulatedSessions
 
-    method = next(f for f in dataclasses.fields(SimulatedSessions) if f.name == "method")
+    method = next(f for f in dataclasses.fields(SimulatedSessions) if f.name == "simulation")
     assert f"at most {simulation.INTERPRETED_BUDGET_S} s of Python" in str(method.metadata)

@@ -80,6 +80,24 @@ def test_the_joint_saving_interval_resamples_null_and_effect_studies_and_adds_th
     effect_only = saving_estimate(s, 1.0, costs, stop, seed=1)["interval"]
     assert at_level["interval"][1] - at_level["interval"][0] > effect_only[1] - effect_only[0]
     assert out["replicates"] == 100
+    lines = seqauto.auto_lines(_seq_with_saving(out))
+    joint_line = next(x for x in lines if x.startswith("  saving estimate"))
+    assert joint_line.endswith("(interval: joint resampling of null and effect studies)")
+    assert f"[95% {at_level['interval'][0]:.1f}, {at_level['interval'][1]:.1f}]" in joint_line
+    nominal_line = next(x for x in lines if x.startswith("  saving against the fixed plan at nominal alpha 0.05"))
+    assert nominal_line.endswith(f"{nominal['percent']:.1f}% [95% {nominal['interval'][0]:.1f}, "
+                                 f"{nominal['interval'][1]:.1f}]")
+
+
+def _seq_with_saving(joint: dict) -> dict:
+    """The ``sequential`` section :func:`seqauto.honest_figures` writes, with ``joint``'s saving figures
+    (the search's own lines left minimal): what the text report of ``plan --looks auto`` prints from."""
+    searched = {"rules": 1, "looks": [2, 3], "spending": ["pocock"], "maximum_sizes": [15, 45], "effect_sims": 1,
+                "null_sims": 1, "analytic": 0, "passing": 1}
+    estimate = {"percent": joint["at_level"]["percent"], "interval": joint["at_level"]["interval"], "level": 0.03,
+                "fixed_size": 30.0, "fixed_size_interval": [28.0, 32.0], "interval_method": joint["method"]}
+    return {"auto": {"searched": searched, "confirmed": []},
+            "saving": {"estimate": estimate, "nominal": {**joint["nominal"], "method": joint["method"]}}}
 
 
 def test_the_fresh_null_studies_choose_nothing() -> None:

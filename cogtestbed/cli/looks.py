@@ -19,12 +19,14 @@ class LooksRequest(JsonOutput):
     """The run whose looks ``cogtestbed looks`` reproduces (its options, declared once:
     :mod:`cogtestbed.request`)."""
 
-    run_dir: Path = option(argument=True, help="Run directory of a sequential `run --plan`.")
+    run_dir: Path = option(argument=True,
+                           help="Run directory of a sequential `run --plan` or a monitored `run --monitor`.")
 
 
 @request_command(app, LooksRequest)
 def looks(req: LooksRequest) -> None:
-    """Reproduce every recorded look of a sequential run from its saved trial table (exit 1 on a mismatch)."""
+    """Reproduce every recorded look of a sequential or monitored run from its saved trial table (exit 1 on a
+    mismatch)."""
     run_dir, as_json = req.run_dir, req.as_json
     from cogtestbed.api.looks import looks as replay
 

@@ -153,10 +153,10 @@ class PlanSequential:
                            "others measure its type-I error and the fixed design's (default: 1,000, or --seq-sims if "
                            "more).")
     monitor: bool = option(
-        False, help="Plan an anytime-valid monitor of a model effect or of a metric difference between two LLMs (a "
-                    "betting e-process looked at after every subject, its futility cap and expected subjects and "
-                    "dollars) beside the fixed and the group-sequential design (3 looks, or --looks K) at equal power; "
-                    "`run --monitor PLAN` runs a one-LLM plan subject by subject.")
+        False, help="Plan an anytime-valid monitor of a model effect or of a metric difference between two settings "
+                    "(--compare) (a betting e-process looked at after every subject, its futility cap and expected "
+                    "subjects and dollars) beside the fixed and the group-sequential design (3 looks, or --looks K) "
+                    "at equal power; `run --monitor PLAN` runs a one-LLM plan subject by subject.")
     monitor_sims: int = option(2000, min=20, help="Simulated studies per hypothesis a --monitor plan looks at after "
                                                    "every subject (null and effect).")
 

@@ -178,11 +178,9 @@ def rate_and_se(x: np.ndarray, which: np.ndarray) -> tuple[float, float]:
 def upper_bound(rate: float, se: float, n: int) -> float:
     """One-sided 95 % upper bound of a rejection rate: the larger of ``rate + 1.645·se`` (the MC SE, sub-pool
     spread included) and the Clopper–Pearson bound of ``rate·n`` rejections in ``n`` studies."""
-    from scipy import stats
+    from cogtestbed.validation.design.seqfair import upper_bound as clopper_pearson
 
-    k = round(rate * n)
-    cp = 1.0 if k >= n else float(stats.beta.ppf(0.95, k + 1, n - k))
-    return max(rate + 1.645 * se, cp)
+    return max(rate + 1.645 * se, clopper_pearson(round(rate * n), n))
 
 
 __all__ = ["BATCHES", "CHOOSE_SHARE", "POOL_FACTOR", "ROLES", "Pools", "choose_size", "draw_pools",

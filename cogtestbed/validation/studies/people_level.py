@@ -71,9 +71,11 @@ def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[s
     p < ``critical_p`` in the effect's direction (any direction at effect 0), as
     :func:`~cogtestbed.validation.studies.model_studies.detected` judges it at the level.  Returns
     ``rate``, ``mc_se`` and ``sims``."""
-    p = np.asarray(rows["p_value"], float)
-    sign = np.sign(np.asarray(rows["direction" if "direction" in rows else "estimate"], float))
-    hits = (p < critical_p) & ((sign == np.sign(effect_size)) | (effect_size == 0))
+    from cogtestbed.validation.studies.model_studies import detected
+
+    signed = rows["direction" if "direction" in rows else "estimate"]
+    hits = np.array([detected(float(p), float(d), effect_size, critical_p)
+                     for p, d in zip(rows["p_value"], signed, strict=True)], bool)
     rate = float(hits.mean()) if hits.size else float("nan")
     return {"rate": rate, "mc_se": float(np.sqrt(rate * (1 - rate) / hits.size)) if hits.size else float("nan"),
             "sims": int(hits.size)}

@@ -6,13 +6,17 @@ A *figure* here is what a page shows as a command's result:
 * a picture (``![...](file.png)``) with a command within :data:`NEAR` lines of it;
 * an output block: a fence with no language (or ``text``/``console``) right after a ``bash`` block;
 * a result in a ``bash`` block: a comment line holding a decimal number, after a command of the block
-  (``#  -> 80 trials per session; P = 0.912``, ``# complete: ... $0.0132``).
+  (``#  -> 80 trials per session; P = 0.912``, ``# complete: ... $0.0132``);
+* a result in prose: a paragraph (lines between blank lines, outside fences) that names a command in an inline
+  code span (```cogtestbed ...```, ```python benchmarks/...```, ```make ...```) and holds a decimal number outside
+  its code spans, itself or in the list or table right after it (``power 0.820 ± 0.029``).
 
 A figure counts as *checked* when a marker says what holds it, on the line before it (an output block: before
 its fence) or on the comment lines right above the fence of the ``bash`` block it is in (every figure of
-the block):
+the block), a prose figure: on the comment lines right above its paragraph:
 
-* ``<!-- doc: checked BY -->``: ``BY``, a test, checks it against the command's output;
+* ``<!-- doc: checked BY -->``: ``BY``, a test (``tests/FILE.py`` or ``tests/FILE.py::test_name``, which must
+  exist), checks it against the command's output;
 * ``<!-- doc: generated -->``: ``make docs-figures`` (``--write``) writes it: an output block is replaced by
   what the ``bash`` block above it prints on stdout (``<!-- doc: generated SHELL -->``: through ``{ BLOCK; }
   SHELL``, e.g. ``2>&1 | grep -v ETA``: stderr too, less its progress lines), a
@@ -49,6 +53,13 @@ CHECKED = re.compile(r"<!--\s*doc:\s*(checked|generated|record)\b\s*(.*?)\s*-->"
 DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2}|\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4})\b")
 COMMAND = re.compile(r"(^|`|\s)(cogtestbed |python benchmarks/|make )")
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+")
+#: A command in an inline code span of prose.
+INLINE_COMMAND = re.compile(r"(?<!`)`(cogtestbed |python benchmarks/|make )[^`]*`(?!`)")
+CODE_SPAN = re.compile(r"`[^`]*`")
+#: What is not a figure in prose: a version (``0.3.36``), a reference to a paper's section, equation or remark.
+NOT_FIGURE = re.compile(r"\d+\.\d+(\.\d+)+|(§|\b(Remark|Eq\.?|Section|App\.|Appendix|Table|Figure|Fig\.)\s*)\d+\.\d+")
+#: Pages generated from the code, whose text is the commands' help (``make docs-cli``; its test compares them).
+REFERENCE_PAGES = ("docs/cli.md", "docs/api-reference.md")
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,54 @@ def figures(page: Path) -> list[Figure]:
                 block.line - (prev.line + prev.source.count("\n")) <= 4:
             first = next((s for s in block.source.splitlines() if s.strip()), "")
             out.append(Figure(rel, block.line, "output", first.strip()[:100]))
+    return out + prose_figures(lines, rel)
+
+
+def paragraphs(lines: list[str]) -> list[tuple[int, list[str]]]:
+    """The paragraphs of a page outside its fences and HTML comments: (first line, 0-based; their lines)."""
+    out: list[tuple[int, list[str]]] = []
+    fence, current, start = "", [], 0
+    for i, line in enumerate([*lines, ""]):
+        stripped = line.strip()
+        if fence or stripped[:3] in ("```", "~~~"):
+            if stripped[:3] in ("```", "~~~"):
+                fence = "" if fence and stripped.startswith(fence) else fence or stripped[:3]
+            stripped = ""  # a fence ends a paragraph
+        elif stripped.startswith("<!--") and stripped.endswith("-->"):
+            stripped = ""
+        if stripped:
+            start = start if current else i
+            current.append(line)
+        elif current:
+            out.append((start, current))
+            current = []
     return out
+
+
+def prose_figures(lines: list[str], rel: str) -> list[Figure]:
+    """The paragraphs that name a command inline and hold a decimal number outside their code spans, themselves
+    or in the list or table right after them (see the module's docstring)."""
+    if rel in REFERENCE_PAGES:
+        return []
+    found = paragraphs(lines)
+    out = []
+    for k, (start, para) in enumerate(found):
+        text = "\n".join(para)
+        if not INLINE_COMMAND.search(text):
+            continue
+        numbers = _prose_numbers(text)
+        after = found[k + 1] if k + 1 < len(found) else None
+        if not numbers and after is not None and after[0] - start - len(para) <= 2 and \
+                re.match(r"\s*([-*|]|\d+\.\s)", after[1][0]):
+            numbers = _prose_numbers("\n".join(after[1]))
+        if numbers:
+            out.append(Figure(rel, start + 1, "prose", para[0].strip()[:100]))
+    return out
+
+
+def _prose_numbers(text: str) -> list[str]:
+    """The decimal numbers of prose outside its code spans, less versions and section references."""
+    return NUMBER.findall(NOT_FIGURE.sub("", CODE_SPAN.sub("", text)))
 
 
 def is_checked(figure: Figure, page_text: list[str], tests: dict[str, str], block_source: str = "") -> bool:
@@ -110,7 +168,21 @@ def is_checked(figure: Figure, page_text: list[str], tests: dict[str, str], bloc
 
 def _holds(line: str) -> bool:
     found = CHECKED.search(line)
-    return found is not None and (found[1] != "record" or DATE.search(found[2]) is not None)
+    if found is None:
+        return False
+    if found[1] == "checked":
+        return _test_exists(found[2].split(" ", 1)[0])
+    return found[1] != "record" or DATE.search(found[2]) is not None
+
+
+def _test_exists(name: str) -> bool:
+    """Whether ``name`` (``tests/FILE.py`` or ``tests/FILE.py::test``) is a test of the repository."""
+    path, _, test = name.partition("::")
+    file = ROOT / path
+    if not (path.startswith("tests/") and path.endswith(".py") and file.is_file()):
+        return False
+    named = rf"def {re.escape(test.split('[')[0])}\b"
+    return not test or re.search(named, file.read_text(encoding="utf-8")) is not None
 
 
 def _comments_above(page_text: list[str], index: int) -> list[str]:
@@ -125,6 +197,8 @@ def _comments_above(page_text: list[str], index: int) -> list[str]:
 def _marker_lines(figure: Figure, page_text: list[str]) -> list[str]:
     """The lines whose marker holds ``figure``: the line before it (an output block: before its fence) and
     the comment lines above the fence of the bash block a result is in."""
+    if figure.kind == "prose":
+        return _comments_above(page_text, figure.line - 2)
     lines = [page_text[figure.line - back] for back in (2, 3) if 0 <= figure.line - back < len(page_text)]
     if figure.block:
         lines += _comments_above(page_text, figure.block - 3)
@@ -138,6 +212,7 @@ def unchecked() -> list[Figure]:
     for page in BLOCK_PAGES:
         text = page.read_text(encoding="utf-8").splitlines()
         outputs = {b.line: b.source for b in blocks(page, ("", "text", "console"))}
+        outputs.update({start + 1: "\n".join(para) for start, para in paragraphs(text)})
         made = {line for *_, line in _targets(page)}
         for figure in figures(page):
             if figure.line not in made and _generated(text, figure.line) is not None:

@@ -108,7 +108,8 @@ def figures(page: Path) -> list[Figure]:
 def paragraphs(lines: list[str]) -> list[tuple[int, list[str]]]:
     """The paragraphs of a page outside its fences and HTML comments: (first line, 0-based; their lines)."""
     out: list[tuple[int, list[str]]] = []
-    fence, current, start = "", [], 0
+    fence, start = "", 0
+    current: list[str] = []
     for i, line in enumerate([*lines, ""]):
         stripped = line.strip()
         if fence or stripped[:3] in ("```", "~~~"):

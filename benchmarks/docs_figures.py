@@ -9,7 +9,8 @@ A *figure* here is what a page shows as a command's result:
   (``#  -> 80 trials per session; P = 0.912``, ``# complete: ... $0.0132``);
 * a result in prose: a paragraph (lines between blank lines, outside fences) that names a command in an inline
   code span (```cogtestbed ...```, ```python benchmarks/...```, ```make ...```) and holds a decimal number outside
-  its code spans, itself or in the list or table right after it (``power 0.820 ± 0.029``).
+  its code spans, itself or (when it ends with a colon) in the list or table right after it (``power 0.820 ±
+  0.029``).
 
 A figure counts as *checked* when a marker says what holds it, on the line before it (an output block: before
 its fence) or on the comment lines right above the fence of the ``bash`` block it is in (every figure of
@@ -139,10 +140,10 @@ def prose_figures(lines: list[str], rel: str) -> list[Figure]:
         if not INLINE_COMMAND.search(text):
             continue
         numbers = _prose_numbers(text)
-        after = found[k + 1] if k + 1 < len(found) else None
-        if not numbers and after is not None and after[0] - start - len(para) <= 2 and \
-                re.match(r"\s*([-*|]|\d+\.\s)", after[1][0]):
-            numbers = _prose_numbers("\n".join(after[1]))
+        after_start, after = found[k + 1] if k + 1 < len(found) else (0, [""])
+        introduces = para[-1].rstrip().endswith(":") and 0 < after_start - start - len(para) <= 2
+        if not numbers and introduces and re.match(r"\s*([-*|]|\d+\.\s)", after[0]):
+            numbers = _prose_numbers("\n".join(after))
         if numbers:
             out.append(Figure(rel, start + 1, "prose", para[0].strip()[:100]))
     return out

@@ -1,0 +1,58 @@
+"""Figures the docs print in prose beside a command, checked against what the command prints now (issue 72:
+``python benchmarks/docs_figures.py`` lists a paragraph with an inline command and decimal numbers unless a
+marker names what holds it; these are the tests its ``checked`` markers name)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cogtestbed.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+")
+
+#: (page, population, what the page says of it: every decimal number in it must be one `population show` prints,
+#: at the page's precision).
+POPULATION_FIGURES = [
+    ("docs/human-data.md", "human:spektor2024", "λ 1.118 [0.879, 1.412], α 0.837 [0.738, 0.944], θ 0.835 [0.575, 1.180]"),
+    ("docs/human-data.md", "human:spektor2024-all",
+     "λ 0.971 [0.870, 1.082], α 0.758 [0.712, 0.809], θ 0.701 [0.588, 0.818] (between-subject SDs on the log scale "
+     "0.896, 0.486, 1.24); max R-hat 1.0057"),
+    ("docs/human-data.md", "human:shahar2019",
+     "w 0.317 [0.163, 0.510], α 0.255 [0.169, 0.368], β 4.22 [3.20, 5.61], λ 0.637 [0.475, 0.807], perseveration "
+     "1.18 [0.885, 1.52]"),
+    ("docs/human-data.md", "human:cogbench-instrumental",
+     "α⁺ 0.216 [0.165, 0.266], α⁻ 0.025 [0.011, 0.050], β 6.80 [5.52, 8.59] (95 % posterior intervals), "
+     "between-subject SDs on the logit/log scale 0.27 [0.01, 0.68], 1.84 [1.31, 2.52], 0.66 [0.50, 0.85]"),
+    ("docs/risky-choice.md", "human:spektor2024-all",
+     "| λ | 0.971 [0.870, 1.082] | 0.896 [0.809, 1.01] | | α | 0.758 [0.712, 0.809] | 0.486 [0.423, 0.557] | "
+     "| θ | 0.701 [0.588, 0.818] | 1.24 [1.11, 1.38] |"),
+]
+
+
+def _same_at_precision(shown: str, printed: list[str]) -> bool:
+    """Whether the page's ``shown`` is one of ``printed`` rounded to ``shown``'s decimals."""
+    half = 0.5 * 10 ** -len(shown.split(".")[1]) + 1e-12
+    return any(abs(float(shown) - float(p)) <= half for p in printed)
+
+
+@pytest.mark.parametrize(("page", "population", "excerpt"), POPULATION_FIGURES,
+                         ids=[f"{p}:{n}" for p, n, _ in POPULATION_FIGURES])
+def test_population_figures_are_what_population_show_prints(page: str, population: str, excerpt: str) -> None:
+    text = " ".join((ROOT / page).read_text(encoding="utf-8").split())
+    assert excerpt in text, f"{page} no longer says {excerpt!r}: update POPULATION_FIGURES with the page"
+    result = CliRunner().invoke(app, ["population", "show", population])
+    assert result.exit_code == 0, result.output
+    printed = DECIMAL.findall(result.output)
+    shown = DECIMAL.findall(excerpt)
+    assert len(shown) >= 9
+    assert [n for n in shown if not _same_at_precision(n, printed)] == []
+
+
+def test_a_figure_the_command_does_not_print_fails() -> None:
+    assert _same_at_precision("0.870", ["0.8695", "1.2"]) and _same_at_precision("0.27", ["0.265"])
+    assert not _same_at_precision("0.872", ["0.8695"]) and not _same_at_precision("1.3", ["1.2", "0.8695"])

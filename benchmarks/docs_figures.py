@@ -57,8 +57,11 @@ NUMBER = re.compile(r"(?<![\w.])\d+\.\d+")
 #: A command in an inline code span of prose.
 INLINE_COMMAND = re.compile(r"(?<!`)`(cogtestbed |python benchmarks/|make )[^`]*`(?!`)")
 CODE_SPAN = re.compile(r"`[^`]*`")
-#: What is not a figure in prose: a version (``0.3.36``), a reference to a paper's section, equation or remark.
-NOT_FIGURE = re.compile(r"\d+\.\d+(\.\d+)+|(§|\b(Remark|Eq\.?|Section|App\.|Appendix|Table|Figure|Fig\.)\s*)\d+\.\d+")
+#: What is not a figure in prose: a version (``0.3.36``), a reference to a paper's section, equation or remark, a
+#: name (``gemini-2.5-pro``), a bound a result is held to (``target ≤ 1.2``), the normal and χ²₁ quantiles (1.96,
+#: 1.92), an option's default given after it (```--mc-se``, 0.03``).
+NOT_FIGURE = re.compile(r"\d+\.\d+(\.\d+)+|(§|\b(Remark|Eq\.?|Section|App\.|Appendix|Table|Figure|Fig\.)\s*)\d+\.\d+"
+                        r"|[A-Za-z]-\d+\.\d+|[≤≥<>]\s*\d*\.\d+|(?<![\w.])(1\.96|1\.92)(?![\d])|`[^`\n]*`,\s*\d+\.\d+")
 #: Pages generated from the code, whose text is the commands' help (``make docs-cli``; its test compares them).
 REFERENCE_PAGES = ("docs/cli.md", "docs/api-reference.md")
 
@@ -151,7 +154,7 @@ def prose_figures(lines: list[str], rel: str) -> list[Figure]:
 
 def _prose_numbers(text: str) -> list[str]:
     """The decimal numbers of prose outside its code spans, less versions and section references."""
-    return NUMBER.findall(NOT_FIGURE.sub("", CODE_SPAN.sub("", text)))
+    return NUMBER.findall(CODE_SPAN.sub("", NOT_FIGURE.sub("", text)))
 
 
 def is_checked(figure: Figure, page_text: list[str], tests: dict[str, str], block_source: str = "") -> bool:

@@ -118,7 +118,7 @@ def test_a_doc_block_runs(block: Block, tmp_path_factory: pytest.TempPathFactory
 
 #: Figures beside a command that no test checks or regenerates (``python benchmarks/docs_figures.py`` lists
 #: them): the count only shrinks; its goal is 0.
-UNCHECKED_FIGURES = 87  # 48 before issue 72's markers, then 0; 107 once prose beside an inline command counted
+UNCHECKED_FIGURES = 84  # 48 before issue 72's markers, then 0; 107 once prose beside an inline command counted
 
 
 def test_unchecked_figures_only_shrink() -> None:
@@ -145,16 +145,18 @@ def test_the_figure_list_finds_numbers_in_prose_beside_an_inline_command() -> No
 
     page = ["# p", "", "Printed by `python benchmarks/x.py --size 0.1`: power 0.82 ± 0.03.", "",
             "No command here: 0.5.", "", "`cogtestbed plan x` (`--seed 1.5`) prints:", "", "- power 0.91", "",
-            "Version 0.3.36 of `cogtestbed run`, Remark 3.4, `--level 0.05`.", "", "```bash", "cogtestbed x 0.7",
+            "Version 0.3.36 of `cogtestbed run`, Remark 3.4, `--level 0.05`, target ≤ 1.2, gemini-2.5-pro,",
+            "estimate ± 1.96·SD, Monte-Carlo SE ≤ `--mc-se`, 0.03; the level (`alpha`, 0.05).", "", "```bash",
+            "cogtestbed x 0.7",
             "```", "", "<!-- doc: record 25 Nov 2026 (load 13) -->", "`make bench` took 1.5 s."]
     found = prose_figures(page, "docs/x.md")
-    assert [(f.line, f.kind) for f in found] == [(3, "prose"), (7, "prose"), (18, "prose")]
+    assert [(f.line, f.kind) for f in found] == [(3, "prose"), (7, "prose"), (19, "prose")]
     assert [is_checked(f, page, {}) for f in found] == [False, False, True]
     assert prose_figures(page, "docs/cli.md") == []  # generated from the code's help
-    undated = [*page[:16], "<!-- doc: record timings of some day -->", page[17]]
+    undated = [*page[:17], "<!-- doc: record timings of some day -->", page[18]]
     assert not is_checked(found[2], undated, {})
-    checked = [*page[:16], "<!-- doc: checked tests/test_doc_blocks.py::test_unchecked_figures_only_shrink -->",
-               page[17]]
+    checked = [*page[:17], "<!-- doc: checked tests/test_doc_blocks.py::test_unchecked_figures_only_shrink -->",
+               page[18]]
     assert is_checked(found[2], checked, {})
 
 

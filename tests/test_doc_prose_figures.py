@@ -18,7 +18,8 @@ DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+")
 #: (page, population, what the page says of it: every decimal number in it must be one `population show` prints,
 #: at the page's precision).
 POPULATION_FIGURES = [
-    ("docs/human-data.md", "human:spektor2024", "λ 1.118 [0.879, 1.412], α 0.837 [0.738, 0.944], θ 0.835 [0.575, 1.180]"),
+    ("docs/human-data.md", "human:spektor2024",
+     "λ 1.118 [0.879, 1.412], α 0.837 [0.738, 0.944], θ 0.835 [0.575, 1.180]"),
     ("docs/human-data.md", "human:spektor2024-all",
      "λ 0.971 [0.870, 1.082], α 0.758 [0.712, 0.809], θ 0.701 [0.588, 0.818] (between-subject SDs on the log scale "
      "0.896, 0.486, 1.24); max R-hat 1.0057"),

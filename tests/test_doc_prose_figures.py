@@ -57,3 +57,17 @@ def test_population_figures_are_what_population_show_prints(page: str, populatio
 def test_a_figure_the_command_does_not_print_fails() -> None:
     assert _same_at_precision("0.870", ["0.8695", "1.2"]) and _same_at_precision("0.27", ["0.265"])
     assert not _same_at_precision("0.872", ["0.8695"]) and not _same_at_precision("1.3", ["1.2", "0.8695"])
+
+
+def test_settings_the_docs_state_in_prose_are_the_codes() -> None:
+    """Values docs/risky-choice.md and docs/benchmarks.md give beside a command are the code's settings: the
+    hierarchical prospect-theory fit's NUTS target acceptance, the effect the plan benchmarks size."""
+    from cogtestbed.inference.risky import ProspectTheoryModel
+
+    risky = " ".join((ROOT / "docs/risky-choice.md").read_text(encoding="utf-8").split())
+    assert "PyMC model at NUTS target acceptance 0.98" in risky and ProspectTheoryModel.target_accept == 0.98
+    index = (ROOT / "docs/benchmarks.md").read_text(encoding="utf-8")
+    assert index.count("for RW± optimism bias 0.2") == 2
+    for script in ("bench_seqplan.py", "bench_plan.py"):
+        source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
+        assert re.search(r'effect="optimism_bias",\s*effect_size=0\.2,', source), script

@@ -242,7 +242,7 @@ def _targets(page: Path) -> list[tuple[Block, Block | None, str, int]]:
     for a picture, the marker's options, the figure's line), in the page's order."""
     text = page.read_text(encoding="utf-8").splitlines()
     fenced = blocks(page, ("bash", "", "text", "console"))
-    out = []
+    out: list[tuple[Block, Block | None, str, int]] = []
     for prev, block in zip([None, *fenced], fenced, strict=False):
         options = _generated(text, block.line)
         if block.language != "bash" and prev is not None and prev.language == "bash" and options is not None:

@@ -25,11 +25,14 @@ first reason that applies to one subject (None: every parameter pinned).  The 95
 end of the search range" are this project's rule, not a paper's.
 
 Cost, paid only for what is asked (:class:`SubjectProfile`, computed lazily and once per subject): a
-flag needs the profile at the ends of each parameter's range alone (one profile fit per end, at most
-two per parameter); an interval two root findings per parameter, each a handful of profile fits
-warm-started from the estimate (:data:`PROFILE_GRID_STARTS` grid starts besides), run only where a
-row shows it (``intervals`` of :meth:`~cogtestbed.inference.base.CognitiveModel.fit_mle`); measured by
-``benchmarks/bench_identification.py`` (``docs/studies.md``).
+flag needs the profile at the ends of each parameter's range alone (one multi-start profile fit per
+end, :data:`PROFILE_GRID_STARTS` grid starts besides the estimate, at most two per parameter); an
+interval two root findings per parameter, run only where a row shows it (``intervals`` of
+:meth:`~cogtestbed.inference.base.CognitiveModel.fit_mle`), each from the local quadratic model at the
+estimate (issue 72, :mod:`cogtestbed.inference.profile_root`: the Wald end, its quadratic correction
+and Brent's method on the bracket they give, one warm-started BFGS run a point), or, where the
+profile is far from quadratic, Brent's method on the whole side with multi-start profile fits;
+measured by ``benchmarks/bench_identification.py`` (``docs/studies.md``).
 """
 
 from __future__ import annotations
@@ -68,6 +71,12 @@ PROFILE_XTOL = 1e-3
 #: of χ²₁(0.95)/2 (issue 72): there an interval's ends are found from the local quadratic model
 #: (:mod:`cogtestbed.inference.profile_root`); elsewhere (a ridge, a plateau) by the earlier computation.
 QUADRATIC_SPAN = (0.5, 2.0)
+#: Kernel-array elements of a subject's data (the work of one likelihood evaluation) from which an
+#: interval's inside is found from the local quadratic model (issue 72).  Below it a profile fit
+#: costs microseconds and the multi-start numba fits beat scipy's per-iteration overhead (measured by
+#: benchmarks/bench_identification.py: RW± 14 against 17 ms a subject, prospect theory 26 against 34 ms);
+#: revealed-belief's dissonant model (≈ 316,000 elements, 960 items × channels) is above it.
+LOCAL_MIN_ELEMENTS = 100_000
 #: The reason prefix of a fit that failed, and of an unbounded interval.
 FIT_FAILED, UNBOUNDED = "fit failed", "unbounded interval"
 
@@ -186,8 +195,9 @@ class SubjectProfile:
     χ²₁(0.95)/2 of the minimum at the ends its declared range requires (both ends of a bounded
     range; the end of an unbounded side), one profile fit per end, at most two per parameter; the
     root findings of an interval run only where its ends are asked for (a subject row or a
-    coverage), reusing the end's fit.  Every value is the one :func:`profile_interval` of the
-    eager computation gave: the same profile fits from the same starts in the same order."""
+    coverage), reusing the end's fit.  Every flag is the one the eager computation gave (the same
+    end fits from the same starts); an interval's ends lie within the root-finding tolerance of
+    the eager ones (issue 72: found from the local quadratic model, :meth:`_local_root`)."""
 
     def __init__(self, model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
                  nodes: np.ndarray | None = None) -> None:
@@ -251,8 +261,7 @@ class SubjectProfile:
     def _side(self, j: int, side: int) -> tuple[float, bool]:
         """(search-scale end, whether it is the end of the search range) of one side of the interval:
         the end where :meth:`reaches`, else the root of the rise between the estimate and the end
-        (:meth:`_local_root`; :meth:`_brent_root` where the NLL's curvature at the estimate is not
-        positive definite or the model has one parameter)."""
+        (:meth:`_local_root`; :meth:`_brent_root` where there is no local model, :meth:`_local`)."""
         key = (j, side)
         if key not in self._sides:
             if self.reaches(j, side):
@@ -265,10 +274,12 @@ class SubjectProfile:
 
     def _local(self) -> LocalProfile | None:
         """The quadratic model at the estimate (:class:`~cogtestbed.inference.profile_root.LocalProfile`),
-        computed once; None for a one-parameter model or where the Hessian is not positive definite."""
+        computed once; None for a one-parameter model, for data under :data:`LOCAL_MIN_ELEMENTS` or
+        where the Hessian is not positive definite."""
         if not self._local_done:
             self._local_done = True
-            if len(self.model.parameters) > 1:
+            size = sum(np.asarray(a).size for a in self.model.kernel_arrays(self.data))
+            if len(self.model.parameters) > 1 and size >= LOCAL_MIN_ELEMENTS:
                 theta = np.array([self.fit.params[q] for q in self.model.parameters.names], float)
                 self._local_model = LocalProfile.of(self.model, self.data, theta)
         return self._local_model

@@ -11,9 +11,11 @@ Every subject of each family is fitted once; then, alternating on the same subje
 * ``intervals``: the flag and every interval from one lazy profile (``fit_identified()``'s rows).
 
 It prints, per family, the median CPU milliseconds per subject of the fit and of each way, the
-profile fits each runs, and whether the lazy values equal the eager ones (flags, reasons and
-interval ends, exactly).  CPU time (``time.process_time``): the machine may be loaded; the load
-average is printed with it.
+profile fits each runs, whether the flags and reasons equal the eager ones (exactly: ``equal``) and
+how far the interval ends lie from the eager ones (``ends``: the largest distance, in root-finding
+tolerances, ``PROFILE_XTOL`` of the search range; issue 72 finds the inside of an interval from the
+local quadratic model, :mod:`cogtestbed.inference.profile_root`).  CPU time (``time.process_time``):
+the machine may be loaded; the load average is printed with it.
 
     python benchmarks/bench_identification.py [--subjects 6] [--baseline b537d09] [--only TEXT]
 """
@@ -77,11 +79,28 @@ def eager(base: types.ModuleType, model: Any, data: Any, fit: Any) -> tuple[Any,
     return base.unidentified_reason(model, data, fit, intervals=ivs), {k: (v.lower, v.upper) for k, v in ivs.items()}
 
 
+LAZY_FITS = {"n": 0}
+
+
 def lazy(model: Any, data: Any, fit: Any, with_intervals: bool) -> tuple[Any, dict[str, tuple[float, float]]]:
     prof = identification.SubjectProfile(model, data, fit)
     ivs = prof.intervals() if with_intervals else {}
     reason = identification.unidentified_reason(model, data, fit, profile=prof)
+    LAZY_FITS["n"] += prof.profile_fits  # the local fits of issue 72 run no profile_nll
     return reason, {k: (v.lower, v.upper) for k, v in ivs.items()}
+
+
+def distance(model: Any, got: dict[str, tuple[float, float]], want: dict[str, tuple[float, float]]) -> float:
+    """The largest distance of an interval end from the eager one, in root-finding tolerances
+    (``PROFILE_XTOL`` of the search range, on the search scale)."""
+    worst = 0.0
+    for p in model.parameters:
+        ends = p.search_bounds()
+        xtol = identification.PROFILE_XTOL * (ends[1] - ends[0])
+        for a, b in zip(got[p.name], want[p.name], strict=True):
+            ca, cb = (min(max(p.to_search(max(v, p.lower)), ends[0]), ends[1]) for v in (a, b))
+            worst = max(worst, abs(ca - cb) / xtol)
+    return worst
 
 
 def timed(fn: Any, *args: Any) -> tuple[float, Any]:
@@ -99,30 +118,31 @@ def family(name: str, base: types.ModuleType, n: int, seed: int) -> None:
     warm = model.fit_subject(data[keys[0]])  # compile the kernels and drivers
     eager(base, model, data[keys[0]], warm)
     lazy(model, data[keys[0]], warm, True)
-    old_count, new_count = Counted(base), Counted(identification)
+    old_count = Counted(base)
     ms: dict[str, list[float]] = {"fit": [], "eager": [], "flag": [], "intervals": []}
     fits: dict[str, list[int]] = {"eager": [], "flag": [], "intervals": []}
-    same, flagged = True, 0
+    same, flagged, worst = True, 0, 0.0
     for i, key in enumerate(keys[1:]):
         t, fit = timed(model.fit_subject, data[key])
         ms["fit"].append(t)
         ways = ["eager", "flag", "intervals"] if i % 2 == 0 else ["intervals", "flag", "eager"]  # alternate
         got = {}
         for way in ways:
-            counter = old_count if way == "eager" else new_count
-            before = counter.n
+            counter = old_count.__dict__ if way == "eager" else LAZY_FITS
+            before = counter["n"]
             if way == "eager":
                 t, got[way] = timed(eager, base, model, data[key], fit)
             else:
                 t, got[way] = timed(lazy, model, data[key], fit, way == "intervals")
             ms[way].append(t)
-            fits[way].append(counter.n - before)
-        same &= got["eager"] == got["intervals"] and got["eager"][0] == got["flag"][0]
+            fits[way].append(counter["n"] - before)
+        same &= got["eager"][0] == got["intervals"][0] == got["flag"][0]
+        worst = max(worst, distance(model, got["intervals"][1], got["eager"][1]))
         flagged += got["eager"][0] is not None
     med = {k: statistics.median(v) for k, v in ms.items()}
     print(f"{name:<44}{n:>4}{med['fit']:>9.0f}{med['eager']:>11.0f}{med['intervals']:>11.0f}{med['flag']:>9.0f}"
           f"{statistics.mean(fits['eager']):>9.1f}{statistics.mean(fits['intervals']):>9.1f}"
-          f"{statistics.mean(fits['flag']):>7.1f}{flagged:>6}{'yes' if same else 'NO':>7}")
+          f"{statistics.mean(fits['flag']):>7.1f}{flagged:>6}{'yes' if same else 'NO':>7}{worst:>7.2f}")
 
 
 def main() -> None:
@@ -135,7 +155,7 @@ def main() -> None:
     base = baseline_module(args.baseline)
     print(f"load average {os.getloadavg()[0]:.1f} (CPU ms per subject, medians; profile fits per subject, means)")
     print(f"{'family':<44}{'n':>4}{'fit ms':>9}{'eager ms':>11}{'lazy all':>11}{'flag ms':>9}"
-          f"{'eager #':>9}{'all #':>9}{'flag #':>7}{'flags':>6}{'equal':>7}")
+          f"{'eager #':>9}{'all #':>9}{'flag #':>7}{'flags':>6}{'equal':>7}{'ends':>7}")
     for name in FAMILIES:
         if args.only in name:
             family(name, base, args.subjects, args.seed)

@@ -25,8 +25,9 @@ import cogtestbed as ct
 trials = ct.simulate("instrumental-learning", "rw-pm", subjects=12, seed=1,
                      params={"alpha_pos": [0.2, 0.5, 0.8] * 4, "alpha_neg": 0.3, "beta": 5.0})
 mle = ct.fit("instrumental-learning", trials, model="rw-pm")                    # one row per subject
-post = ct.fit("instrumental-learning", trials, model="rw-pm", method="hierarchical", draws=200, chains=2)
+post = ct.fit("instrumental-learning", trials, model="rw-pm", method="hierarchical", draws=1000, chains=2)
 print(post.diagnostics.report())                                                 # R-hat, ESS, divergences
+assert post.diagnostics.ok           # R-hat <= 1.01, ESS >= 100 a chain, no divergence (200 draws were too few)
 figures = ct.plot_recovery(trials, mle, post)                                    # true vs estimated
 '''
 
@@ -131,10 +132,11 @@ def test_the_readme_workflow_in_at_most_15_lines(tmp_path: Path) -> None:
     assert len(lines) <= 15
     names: dict = {}
     exec(compile(WORKFLOW, "README workflow", "exec"), names)  # noqa: S102 - the documented example, run as written
-    assert len(names["mle"]) == 12 and names["post"].idata.posterior["alpha_pos_pop"].size == 400
+    assert len(names["mle"]) == 12 and names["post"].idata.posterior["alpha_pos_pop"].size == 2000
+    assert names["post"].diagnostics.ok  # the example shows a fit that passes its own diagnostics (issue 72)
     assert names["figures"].paths[0].read_bytes()[:4] == b"\x89PNG"
     readme = (ROOT / "README.md").read_text()
-    assert WORKFLOW.split("\n")[2] in readme  # the README shows this very example
+    assert WORKFLOW.split("\n")[2] in readme and WORKFLOW.split("\n")[5] in readme  # this very example
 
 
 def test_every_ct_name_the_docs_use_exists_with_the_keywords_they_name() -> None:

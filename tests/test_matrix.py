@@ -152,9 +152,10 @@ PROPERTY = settings(max_examples=3, deadline=None, derandomize=True, database=No
 
 
 #: Experiments whose drawn MLE fits leave the default suite: revealed-belief's dissonant model pays its
-#: profile-likelihood intervals (issue 68) at ~25 s CPU a subject, 500 s in this test (``make test-slow`` runs it).
-#: ``ct.fit`` shows every parameter's interval, so the lazy profile (flags from the ends alone) saves only the
-#: repeated end fits there (benchmarks/bench_identification.py, docs/studies.md): the cell stays slow.
+#: profile-likelihood intervals (issue 68) at ~6-8 s CPU a subject since issue 72's local quadratic model
+#: (was ~25-35 s; benchmarks/bench_identification.py, docs/studies.md), most of it the 20 multi-start fits at
+#: the ends of the parameters' ranges that the flags read: minutes in this test, still too slow for the
+#: default suite (``make test-slow`` runs it).
 SLOW_FIT_CELLS = frozenset({"revealed-belief"})
 
 

@@ -25,11 +25,14 @@ first reason that applies to one subject (None: every parameter pinned).  The 95
 end of the search range" are this project's rule, not a paper's.
 
 Cost, paid only for what is asked (:class:`SubjectProfile`, computed lazily and once per subject): a
-flag needs the profile at the ends of each parameter's range alone (one profile fit per end, at most
-two per parameter); an interval two root findings per parameter, each a handful of profile fits
-warm-started from the estimate (:data:`PROFILE_GRID_STARTS` grid starts besides), run only where a
-row shows it (``intervals`` of :meth:`~cogtestbed.inference.base.CognitiveModel.fit_mle`); measured by
-``benchmarks/bench_identification.py`` (``docs/studies.md``).
+flag needs the profile at the ends of each parameter's range alone (one multi-start profile fit per
+end, :data:`PROFILE_GRID_STARTS` grid starts besides the estimate, at most two per parameter); an
+interval two root findings per parameter, run only where a row shows it (``intervals`` of
+:meth:`~cogtestbed.inference.base.CognitiveModel.fit_mle`), each from the local quadratic model at the
+estimate (issue 72, :mod:`cogtestbed.inference.profile_root`: the Wald end, its quadratic correction
+and Brent's method on the bracket they give, one warm-started BFGS run a point), or, where the
+profile is far from quadratic, Brent's method on the whole side with multi-start profile fits;
+measured by ``benchmarks/bench_identification.py`` (``docs/studies.md``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.inference.optim import FTOL, GTOL, MAX_ITER, mle_driver
+from cogtestbed.inference.profile_root import LocalProfile
 from cogtestbed.parameters import Parameter
 
 #: The model and fit types of :mod:`cogtestbed.inference.base` (which imports this module: named,
@@ -63,6 +67,16 @@ PROFILE_NODES = 24
 #: Root-finding tolerance of an interval end, as a share of the parameter's search range (on its
 #: search scale: natural for a bounded parameter, log for a log-scale one).
 PROFILE_XTOL = 1e-3
+#: The profile counts as close to quadratic where its rise at the Wald end is within these multiples
+#: of χ²₁(0.95)/2 (issue 72): there an interval's ends are found from the local quadratic model
+#: (:mod:`cogtestbed.inference.profile_root`); elsewhere (a ridge, a plateau) by the earlier computation.
+QUADRATIC_SPAN = (0.5, 2.0)
+#: Kernel-array elements of a subject's data (the work of one likelihood evaluation) from which an
+#: interval's inside is found from the local quadratic model (issue 72).  Below it a profile fit
+#: costs microseconds and the multi-start numba fits beat scipy's per-iteration overhead (measured by
+#: benchmarks/bench_identification.py: RW± 14 against 17 ms a subject, prospect theory 26 against 34 ms);
+#: revealed-belief's dissonant model (≈ 316,000 elements, 960 items × channels) is above it.
+LOCAL_MIN_ELEMENTS = 100_000
 #: The reason prefix of a fit that failed, and of an unbounded interval.
 FIT_FAILED, UNBOUNDED = "fit failed", "unbounded interval"
 
@@ -162,6 +176,16 @@ def _distinct_rows(starts: np.ndarray) -> np.ndarray:
     return starts[keep]
 
 
+def _bracket(rises: Mapping[float, float], start: float, side: int) -> tuple[float, float]:
+    """The points nearest each side of the first sign change of the rise, going from ``start``
+    towards ``side`` (the points fitted, each with its rise; ``start``'s is negative)."""
+    order = sorted((u for u in rises if (u - start) * side >= 0), key=lambda u: (u - start) * side)
+    for a, b in zip(order, order[1:], strict=False):
+        if rises[a] <= 0.0 < rises[b]:
+            return a, b
+    return order[-2], order[-1]
+
+
 class SubjectProfile:
     """One fitted subject's profile likelihood, each piece computed when first asked for and only
     once (issue 68): the profile at each end of a parameter's search range (:meth:`reaches`), each
@@ -171,8 +195,9 @@ class SubjectProfile:
     χ²₁(0.95)/2 of the minimum at the ends its declared range requires (both ends of a bounded
     range; the end of an unbounded side), one profile fit per end, at most two per parameter; the
     root findings of an interval run only where its ends are asked for (a subject row or a
-    coverage), reusing the end's fit.  Every value is the one :func:`profile_interval` of the
-    eager computation gave: the same profile fits from the same starts in the same order."""
+    coverage), reusing the end's fit.  Every flag is the one the eager computation gave (the same
+    end fits from the same starts); an interval's ends lie within the root-finding tolerance of
+    the eager ones (issue 72: found from the local quadratic model, :meth:`_local_root`)."""
 
     def __init__(self, model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
                  nodes: np.ndarray | None = None) -> None:
@@ -182,6 +207,8 @@ class SubjectProfile:
         self._ends: dict[tuple[int, int], tuple[float, np.ndarray | None] | None] = {}
         self._sides: dict[tuple[int, int], tuple[float, bool]] = {}
         self._intervals: dict[int, ProfileInterval] = {}
+        self._local_model: LocalProfile | None = None
+        self._local_done = False
         self.profile_fits = 0  # profile fits run so far (the cost: measured in benchmarks/bench_identification.py)
 
     def _param(self, j: int) -> Parameter:
@@ -234,17 +261,83 @@ class SubjectProfile:
     def _side(self, j: int, side: int) -> tuple[float, bool]:
         """(search-scale end, whether it is the end of the search range) of one side of the interval:
         the end where :meth:`reaches`, else the root of the rise between the estimate and the end
-        (Brent's method, each profile fit warm-started from the estimate and the previous point's
-        optimum)."""
+        (:meth:`_local_root`; :meth:`_brent_root` where there is no local model, :meth:`_local`)."""
         key = (j, side)
-        if key in self._sides:
-            return self._sides[key]
+        if key not in self._sides:
+            if self.reaches(j, side):
+                self._sides[key] = (self._geometry(j, side)[1], True)
+            else:
+                local = self._local()
+                self._sides[key] = (self._brent_root(j, side) if local is None else self._local_root(j, side, local),
+                                    False)
+        return self._sides[key]
+
+    def _local(self) -> LocalProfile | None:
+        """The quadratic model at the estimate (:class:`~cogtestbed.inference.profile_root.LocalProfile`),
+        computed once; None for a one-parameter model, for data under :data:`LOCAL_MIN_ELEMENTS` or
+        where the Hessian is not positive definite."""
+        if not self._local_done:
+            self._local_done = True
+            size = sum(np.asarray(a).size for a in self.model.kernel_arrays(self.data))
+            if len(self.model.parameters) > 1 and size >= LOCAL_MIN_ELEMENTS:
+                theta = np.array([self.fit.params[q] for q in self.model.parameters.names], float)
+                self._local_model = LocalProfile.of(self.model, self.data, theta)
+        return self._local_model
+
+    def _local_rise(self, j: int, u: float, near: np.ndarray | None, local: LocalProfile) -> tuple[float, np.ndarray]:
+        """The rise at search coordinate ``u`` from one local profile fit
+        (:meth:`~cogtestbed.inference.profile_root.LocalProfile.fit_at`), refitted by the multi-start
+        profile fit where a start-grid node at ``u`` lies lower (another basin)."""
+        self.profile_fits += 1
+        value = self._param(j).from_search(u)
+        nll, z = local.fit_at(j, value, near)
+        grid = self.model.start_grid()[self._nodes_of()].copy()
+        grid[:, j] = value
+        if float(np.min(self.model.nll_many(grid, self.data))) < nll:
+            nll_grid, z_grid = profile_nll(self.model, self.data, j, value, self.n_starts, z[None, :], self._nodes_of())
+            if nll_grid < nll and z_grid is not None:
+                nll, z = nll_grid, z_grid
+        return nll - self.fit.nll - LR_HALF_CHI2, z
+
+    def _local_root(self, j: int, side: int, local: LocalProfile) -> float:
+        """The root of the rise on ``side`` (issue 72, :mod:`cogtestbed.inference.profile_root`): the
+        Wald end and its quadratic correction first, then Brent's method on the tightest bracket of
+        the points fitted, each profile fit warm-started from the nearest point already fitted;
+        :meth:`_brent_root` where the Wald end falls outside the range or the profile's rise there
+        is not within :data:`QUADRATIC_SPAN` of the quadratic model's."""
         from scipy.optimize import brentq
 
         start, end, xtol = self._geometry(j, side)
-        if self.reaches(j, side):
-            self._sides[key] = (end, True)
-            return self._sides[key]
+        at_end = self._end_rise(j, side)
+        points: dict[float, tuple[float, np.ndarray | None]] = {start: (-LR_HALF_CHI2, self._warm0(j))}
+        if at_end is not None:
+            points[end] = at_end
+
+        def rise(u: float) -> float:
+            if u not in points:
+                points[u] = self._local_rise(j, u, points[min(points, key=lambda v: abs(v - u))][1], local)
+            return points[u][0]
+
+        p = self._param(j)
+        guess = local.wald_guess(j, side, start, lambda zj: _search_coordinate(p, local.natural(j, zj)), LR_HALF_CHI2)
+        if guess is None or (guess - start) * (end - guess) <= 0:
+            return self._brent_root(j, side)
+        excess = rise(guess) + LR_HALF_CHI2
+        if not QUADRATIC_SPAN[0] <= excess / LR_HALF_CHI2 <= QUADRATIC_SPAN[1]:
+            return self._brent_root(j, side)  # far from quadratic (a ridge, a plateau): the earlier computation
+        corrected = start + (guess - start) * math.sqrt(LR_HALF_CHI2 / excess)
+        if (corrected - start) * (end - corrected) > 0:
+            rise(corrected)
+        a, b = _bracket({u: v[0] for u, v in points.items()}, start, side)
+        return float(brentq(rise, min(a, b), max(a, b), xtol=xtol, rtol=1e-6, maxiter=50))
+
+    def _brent_root(self, j: int, side: int) -> float:
+        """The root of the rise on ``side`` by Brent's method on the whole range from the estimate to
+        the end, each profile fit the multi-start one warm-started from the estimate and the previous
+        point's optimum (the computation before issue 72)."""
+        from scipy.optimize import brentq
+
+        start, end, xtol = self._geometry(j, side)
         warm0 = self._warm0(j)
         at_end = self._end_rise(j, side)
         state: dict[str, np.ndarray | None] = {"warm": warm0}
@@ -261,8 +354,7 @@ class SubjectProfile:
             return value
 
         lo, hi = min(start, end), max(start, end)
-        self._sides[key] = (float(brentq(rise, lo, hi, xtol=xtol, rtol=1e-6, maxiter=50)), False)
-        return self._sides[key]
+        return float(brentq(rise, lo, hi, xtol=xtol, rtol=1e-6, maxiter=50))
 
     def interval(self, j: int) -> ProfileInterval:
         """Parameter ``j``'s likelihood-ratio 95 % interval (:func:`profile_interval`)."""

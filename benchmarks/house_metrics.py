@@ -4,6 +4,7 @@ C-rank blocks, command-line options, option names declared in more than one requ
     PYTHONPATH=. python benchmarks/house_metrics.py                    # the working tree
     PYTHONPATH=. python benchmarks/house_metrics.py --ref 3371524      # a commit (read with git archive)
     PYTHONPATH=. python benchmarks/house_metrics.py --table 3371524    # markdown rows: that commit vs the tree
+    PYTHONPATH=. python benchmarks/house_metrics.py --issue 73         # package lines the issue's commits changed
 
 Counted from the source (:mod:`ast`, radon), except the command-line options, which the commit's own
 command line reports (``benchmarks/cli_options.py`` run on the commit's package in a subprocess):
@@ -18,13 +19,22 @@ command line reports (``benchmarks/cli_options.py`` run on the commit's package 
 * **upward imports**: the import graph of ``tests/test_import_graph.py`` on the commit's modules, under
   this tree's layer order (an earlier commit's own order placed ``validation/matrix.py`` above ``api``:
   the exception issue 73 removed).
+
+``--issue N`` measures an issue's own commits, not the tree (which also grows by other issues' features): the
+commits **naming the issue** are those of ``git log --no-merges`` (the current branch's history) whose message
+says ``issue N`` or lists N after ``issues`` (``issues 51/73``, ``issues 67, 73``; :func:`issue_pattern`);
+their **package lines added / removed** are the sums of ``git log --numstat`` over ``cogtestbed/*.py`` (git's
+rename detection: a module moved inside the package counts its changed lines only, one moved out of it counts
+as removed); each commit is listed with its own sums.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -108,7 +118,57 @@ def table(before: dict[str, Any], after: dict[str, Any], ref: str) -> str:
     return "\n".join(rows)
 
 
+def issue_pattern(issue: int) -> str:
+    """The extended regular expression (``git log -E --grep``) of a message naming issue ``issue``."""
+    return rf"issues? ([0-9]+(/|, | and ))*{issue}([^0-9]|$)"
+
+
+def issue_lines(issue: int, repo: Path = HERE, pathspec: str = "cogtestbed/*.py") -> list[tuple[str, str, int, int]]:
+    """(commit, subject, lines added, lines removed under ``pathspec``) of each commit of ``repo``'s history
+    whose message names ``issue`` (merges left out), newest first."""
+    log = ["git", "-C", str(repo), "log", "--no-merges", "-E", f"--grep={issue_pattern(issue)}"]
+    commits = subprocess.run([*log, "--format=%h%x09%s"], check=True, capture_output=True,
+                             text=True).stdout.splitlines()
+    numstat = subprocess.run([*log, "--numstat", "--format=@%h", "--", pathspec], check=True, capture_output=True,
+                             text=True).stdout
+    sums: dict[str, list[int]] = {}
+    current = ""
+    for line in numstat.splitlines():
+        if line.startswith("@"):
+            current = line[1:]
+            sums[current] = [0, 0]
+        elif re.match(r"\d+\t\d+\t", line):  # binary files ("-\t-\t") have no lines
+            plus, minus, _ = line.split("\t", 2)
+            sums[current][0] += int(plus)
+            sums[current][1] += int(minus)
+    rows = []
+    for entry in commits:
+        commit, subject = entry.split("\t", 1)
+        added, removed = sums.get(commit, [0, 0])
+        rows.append((commit, subject, added, removed))
+    return rows
+
+
+def issue_report(issue: int, repo: Path = HERE) -> str:
+    """The commits naming ``issue`` with their package lines, then the sums (``--issue``)."""
+    rows = issue_lines(issue, repo)
+    added, removed = sum(r[2] for r in rows), sum(r[3] for r in rows)
+    out = [f"{commit} +{a:,} -{d:,} {subject}" for commit, subject, a, d in rows]
+    out.append(f"{len(rows)} commits name issue {issue} (git log --no-merges -E --grep='{issue_pattern(issue)}'); "
+               f"package lines (cogtestbed/*.py) added {added:,}, removed {removed:,}, net {added - removed:+,}")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--issue", type=int, default=None)
+    known, rest = pre.parse_known_args(argv)
+    if known.issue is not None:
+        if rest:
+            print(f"error: --issue takes no other option: {' '.join(rest)}", file=sys.stderr)
+            return 2
+        print(issue_report(known.issue))
+        return 0
     got = measured(argv, __doc__.split("\n\n")[0], measure)
     if isinstance(got, int):
         return got

@@ -519,11 +519,6 @@ def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = (), only:
     return decorate
 
 
-def derived_names(func: Callable[..., Any]) -> set[str]:
-    """The keyword-only parameter names of ``func``'s (derived) signature."""
-    return {p.name for p in inspect.signature(func).parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
-
-
 __all__ = ["PRESENTATION", "Group", "Leaf", "Opt", "api_leaves", "api_signature", "api_values", "as_items", "as_list",
            "as_name", "as_text", "build", "build_grouped", "cli_leaves", "declared_option", "declared_requests",
            "derive_api", "flat", "from_cli", "group", "keyword", "leaf_group", "leaves", "option", "options_doc",

@@ -65,9 +65,9 @@ def shahar_head(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_shahar_parser_maps_letters_back_to_the_tasks_states_and_actions() -> None:
-    from cogtestbed.data.psych201 import _record
+    from cogtestbed.data.psych201 import record_of
 
-    rows = parse_shahar2019(_record(_shahar_record(), 1, "x"))
+    rows = parse_shahar2019(record_of(_shahar_record(), 1, "x"))
     # action: M=0, Z=1; planet: the state option k commonly reaches (M->A: A is planet 0, S planet 1)
     assert rows["action"].tolist() == [0, 0, 1, 0]
     assert rows["planet"].tolist() == [0, 1, 1, 0]

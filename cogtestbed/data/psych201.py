@@ -250,8 +250,8 @@ def _open_lines(path: Path) -> io.TextIOBase:
     return io.TextIOWrapper(open_content(path), encoding="utf-8-sig")
 
 
-def _record(obj: Any, line: int, name: str) -> Record:
-    """One parsed JSON line checked as a Psych-201 record."""
+def record_of(obj: Any, line: int, name: str = "records") -> Record:
+    """A record from a parsed JSON object, checked as :func:`read_records` checks each line."""
     if not isinstance(obj, dict):
         raise Psych201Error(f"{name} line {line}: a Psych-201 record is a JSON object, got {type(obj).__name__}")
     missing = [k for k in REQUIRED_FIELDS if k not in obj]
@@ -266,11 +266,6 @@ def _record(obj: Any, line: int, name: str) -> Record:
         raise Psych201Error(f"{name} line {line}: the transcript marks no choice with <<…>>")
     extra = {k: v for k, v in obj.items() if k not in REQUIRED_FIELDS}
     return Record(text, experiment, str(participant), line, extra)
-
-
-def record_of(obj: Any, line: int, name: str = "records") -> Record:
-    """A record from a parsed JSON object (as :func:`read_records` checks each line)."""
-    return _record(obj, line, name)
 
 
 def read_records(path: str | Path) -> list[Record]:
@@ -290,7 +285,7 @@ def read_records(path: str | Path) -> list[Record]:
                     obj = json.loads(raw)
                 except json.JSONDecodeError as exc:
                     raise Psych201Error(f"{p.name} line {i}: not JSON: {exc.msg} (column {exc.colno})") from None
-                rec = _record(obj, i, p.name)
+                rec = record_of(obj, i, p.name)
                 key = (rec.experiment, rec.participant)
                 seen = out.get(key)
                 if seen is not None and (seen.text, seen.extra) != (rec.text, rec.extra):

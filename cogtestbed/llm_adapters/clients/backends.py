@@ -168,7 +168,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
     """``"BACKEND:MODEL"`` → (backend, model); the model may itself contain colons.  The backend
     must be registered (the package's own, a plug-in's or one of this process)."""
     backend, sep, model = spec.partition(":")
-    if not sep or not model or not _known(backend):
+    if not sep or not model or not BACKENDS.known(backend):
         raise InputError(f"`llm` must be BACKEND:MODEL with BACKEND one of {', '.join(backend_names())} "
                          f"(e.g. hf:tiny-random, openai:gpt-4o-mini), got {spec!r}")
     return backend, model
@@ -177,11 +177,7 @@ def parse_spec(spec: str) -> tuple[str, str]:
 def batch_api(name: str) -> Callable[[LLMClient], Any] | None:
     """The batch API of the backend called ``name`` (:attr:`Backend.batches`); None where it has none
     or no backend has that name."""
-    return get_backend(name).batches if _known(name) else None
-
-
-def _known(name: str) -> bool:
-    return BACKENDS.known(name)
+    return get_backend(name).batches if BACKENDS.known(name) else None
 
 
 def make_client(spec: str, *, base_url: str | None = None, mode: str = "auto", **options: Any) -> LLMClient:

@@ -347,25 +347,18 @@ def _any_prefix(seqs: Sequence[Sequence[int]]) -> bool:
 
 
 # ----------------------------------------------------------------------------- sync bridge
-class _LoopThread:
-    """A daemon thread running one event loop, for the synchronous wrappers."""
-
-    _lock = threading.Lock()
-    _loop: asyncio.AbstractEventLoop | None = None
-
-    @classmethod
-    def run(cls, coro: Coroutine[Any, Any, T]) -> T:
-        with cls._lock:
-            if cls._loop is None:
-                loop = asyncio.new_event_loop()
-                threading.Thread(target=loop.run_forever, name="cogtestbed-llm", daemon=True).start()
-                cls._loop = loop
-        return asyncio.run_coroutine_threadsafe(coro, cls._loop).result()
+_LOOP_LOCK = threading.Lock()
+_LOOP: list[asyncio.AbstractEventLoop] = []  # the one event loop of the synchronous wrappers, once started
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a client coroutine to completion from synchronous code (even inside a running loop)."""
-    return _LoopThread.run(coro)
+    """Run a client coroutine to completion from synchronous code (even inside a running loop), on one
+    event loop that a daemon thread runs."""
+    with _LOOP_LOCK:
+        if not _LOOP:
+            _LOOP.append(asyncio.new_event_loop())
+            threading.Thread(target=_LOOP[0].run_forever, name="cogtestbed-llm", daemon=True).start()
+    return asyncio.run_coroutine_threadsafe(coro, _LOOP[0]).result()
 
 
 class LLMClient(ABC):

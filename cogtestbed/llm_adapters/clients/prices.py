@@ -126,10 +126,6 @@ class PriceTable:
         matches = [p for p in self.entries if fnmatch.fnmatchcase(spec, p)]
         return self.entries[max(matches, key=lambda p: (self.layer[p], len(p)))] if matches else None
 
-    def require(self, spec: str, allow_unpriced: bool = False) -> Price | None:
-        """:func:`require_price` of this table."""
-        return require_price(self, spec, allow_unpriced)
-
 
 def require_price(table: PriceTable, spec: str, allow_unpriced: bool = False) -> Price | None:
     """The price of ``spec``, or the one rule for a model without one (``plan`` and ``run --dry-run``):

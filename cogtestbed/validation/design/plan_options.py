@@ -127,10 +127,6 @@ class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")
 
 
-#: The former name of :class:`Pricing`.
-PlanLLMs = Pricing
-
-
 @dataclass(frozen=True)
 class PlanSequential:
     """A group-sequential plan (``--looks``)."""

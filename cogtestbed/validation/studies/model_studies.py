@@ -317,17 +317,13 @@ def reference_sample(model: CognitiveModel, effect: str, trials: pd.DataFrame, s
     per-subject MLE of ``model`` on ``trials`` (any trial table of the experiment), as ``effect``
     on the test's scale, and the median of each parameter's estimates as the simulated group's base."""
     fits = model.fit_mle(trials)
-    return _reference(model, effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}, source)
+    return reference_from_estimates(model, effect, {p: fits[p].to_numpy(float) for p in model.parameters.names}, source)
 
 
 def reference_from_estimates(model: CognitiveModel, effect: str, estimates: Mapping[str, np.ndarray],
                              source: str) -> ReferenceSample:
-    """A fixed first group from per-subject estimates already made (a population's own
+    """A fixed first group from per-subject estimates already made (a fit's, or a population's own
     participants, :mod:`cogtestbed.validation.studies.conditional`)."""
-    return _reference(model, effect, estimates, source)
-
-
-def _reference(model: CognitiveModel, effect: str, estimates: Mapping[str, np.ndarray], source: str) -> ReferenceSample:
     values = on_scale(model.contrast(effect, dict(estimates)), effect_scale(model, effect))
     values = values[np.isfinite(values)]  # as the test keeps them (and JSON carries no NaN)
     medians = {p: float(np.nanmedian(np.asarray(estimates[p], float))) for p in model.parameters.names}

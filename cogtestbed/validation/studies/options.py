@@ -193,12 +193,6 @@ def _test_power_spec(target: str, test: str | None, compare: tuple[str, str] | N
                      **common)
 
 
-def _text(value: Any, sep: str = ",") -> str | None:
-    """A range or list option as the command line spells it: ``(lo, hi)`` → ``lo:hi``, a list → a
-    comma list, a string as it is (:func:`cogtestbed.request.as_text`)."""
-    return as_text(value, sep)
-
-
 def assignment_items(value: Mapping[str, Any] | Sequence[str] | str | None) -> list[str]:
     """``NAME=VALUE`` items of a mapping (or the items as given; :func:`cogtestbed.request.as_items`)."""
     return [] if value is None else as_items(value)
@@ -214,7 +208,7 @@ def one_assignment(value: Mapping[str, Any] | str | None) -> str | None:
 
 def size_text(value: Any) -> str | None:
     """``(lo, hi)`` → ``lo:hi``; a list → a comma list; text as it is."""
-    return _text(value, ":")
+    return as_text(value, ":")
 
 
 def with_population(spec: Any, population: Any, first_group: bool = True) -> Any:

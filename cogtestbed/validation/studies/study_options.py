@@ -64,16 +64,7 @@ TRIALS_HELP = ("Trials in one run of the whole design (its n_trials: every block
                "sizes in the design's terms: --design FIELD=a,b,c.")
 ONE_TRIALS_HELP = ("Trials in one run of the whole design (its n_trials), reached by scaling the trials field. "
                    "Default: the design's own.")
-DESIGN_HELP = ("Design field NAME=VALUE (repeatable), e.g. network=alarm; NAME=a,b,c on the experiment's trials field "
-               "(n_contexts, trials_per_session, ...) sweeps it. Default: the design's defaults (cogtestbed list "
-               "EXPERIMENT).")
-EXPERIMENT_HELP = ("Experiment name. Default: the table's experiment column, else the one experiment declaring the "
-                   "model.")
-PARAM_HELP = "Agent parameter NAME=VALUE (repeatable): settings the model lacks, or the agent's base."
-FORMS_HELP = ("Prompt forms: K (forms 0..K-1) or ids 0,2,3; subjects are assigned to them, balanced and seeded "
-              "(cogtestbed list EXP shows the forms).")
-FORM_SD_HELP = ("PARAM=SD (repeatable): each form shifts PARAM by a Normal(0, SD) offset on its unconstrained scale "
-                "(synthetic subjects; needs --forms).")
+
 
 @dataclass(frozen=True, kw_only=True)
 class SubjectGrid:

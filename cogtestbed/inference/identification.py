@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.inference.optim import FTOL, GTOL, MAX_ITER, mle_driver
-from cogtestbed.inference.profile_root import LocalProfile
+from cogtestbed.inference.profile_root import LocalProfile, profile_args
 from cogtestbed.parameters import Parameter
 
 #: The model and fit types of :mod:`cogtestbed.inference.base` (which imports this module: named,
@@ -124,7 +124,6 @@ def profile_nll(model: CognitiveModel, data: Any, j: int, value: float, n_starts
     The same numba BFGS as the fit (:meth:`CognitiveModel.fit_subject`), from the best
     ``n_starts`` nodes of the start grid and from ``warm`` (the others' optimum at a nearby value),
     on the search objective with parameter ``j`` moved into the kernel's fixed columns."""
-    codes, lo, hi, embed, offset, obs_subject, arrays = model.objective_args(data)
     rows = np.arange(len(model.start_grid())) if nodes is None else np.asarray(nodes)
     grid = model.start_grid()[rows].copy()
     grid[:, j] = value
@@ -136,8 +135,7 @@ def profile_nll(model: CognitiveModel, data: Any, j: int, value: float, n_starts
     _, first = np.unique(z_grid, axis=0, return_index=True)  # one start per node of the other axes
     order = first[np.argsort(grid_nll[first], kind="stable")][:n_starts]
     starts = z_grid[order] if warm is None else np.vstack([np.atleast_2d(warm), z_grid[order]])
-    args = (codes[keep], lo[keep], hi[keep], np.ascontiguousarray(embed[keep]),
-            offset + value * embed[j], obs_subject, arrays)
+    args = profile_args(model, data, j, value)
     z, nll, _ = mle_driver(model._kernel())(np.ascontiguousarray(starts), args, MAX_ITER, GTOL, FTOL, np.inf)
     best = float(np.min(grid_nll[order]))
     if nll <= best:

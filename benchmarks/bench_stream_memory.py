@@ -9,6 +9,7 @@ truth.  Target: each peak < 1 GB at any subject count, time linear in subjects.
 
     python benchmarks/bench_stream_memory.py --subjects 1000000            # the issue's figure (hours of MLE)
     python benchmarks/bench_stream_memory.py --subjects 100000 --recover 5000
+    python benchmarks/bench_stream_memory.py --study 1000 10000           # ct.recover's peak, flat in subjects
 
 Each step's peak is its own process's (``ru_maxrss``); the recovery keeps two floats a subject and one chunk
 of table (a Parquet row group, or ``--batch-rows`` rows), so its memory is flat in the subject count:
@@ -35,6 +36,18 @@ rng = np.random.default_rng(seed)
 params = {"alpha": rng.uniform(0.05, 0.95, n), "beta": rng.uniform(0.5, 8.0, n)}
 rows = simulate_file("instrumental-learning", "rw", subjects=n, seed=seed, params=params, output=out)
 print(rows, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
+"""
+
+STUDY = """
+import sys, json, resource, time, cogtestbed as ct
+n, seed = int(sys.argv[1]), int(sys.argv[2])
+t0 = time.process_time()
+study = ct.recover("instrumental-learning", "rw", subjects=n, reps=1, seed=seed, workers=1)
+rows = study.table
+r = {p: float(rows[rows["parameter"] == p][["true", "estimate"]].corr().iloc[0, 1]) for p in ("alpha", "beta")}
+print(json.dumps({"fitted": int(rows["subject"].nunique()), "rows": len(rows), "r_alpha": r["alpha"],
+                  "r_beta": r["beta"], "cpu": time.process_time() - t0,
+                  "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}))
 """
 
 RECOVER = """
@@ -115,13 +128,31 @@ def run(subjects: int, recover: int | None = None, seed: int = 71, batch_rows: i
             "r_alpha": r["r_alpha"], "r_beta": r["r_beta"]}
 
 
+def run_study(subjects: int, seed: int = 71) -> dict[str, float]:
+    """``ct.recover`` of ``subjects`` RW subjects (one data set, per-subject MLE with likelihood-ratio
+    intervals), in its own process: the study simulates and fits a chunk of subjects at a time, so its peak
+    is a chunk's trials and the study's rows (issue 71 item 5)."""
+    out, wall, cpu, _ = child(STUDY, str(subjects), str(seed))
+    r = json.loads(out)
+    print(f"ct.recover {r['fitted']:,} subjects ({r['rows']:,} rows; per-subject MLE with LR intervals): wall "
+          f"{wall:.1f} s, CPU {cpu:.1f} s ({1000 * cpu / max(1, r['fitted']):.1f} ms a subject), peak RSS "
+          f"{r['peak_gib']:.2f} GiB; r(alpha) {r['r_alpha']:.3f}, r(log beta) {r['r_beta']:.3f}", flush=True)
+    return {"wall": wall, "cpu": cpu, "peak_gib": r["peak_gib"], "fitted": r["fitted"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--subjects", type=int, default=1_000_000)
     ap.add_argument("--recover", type=int, default=None, help="fit only the first N subjects (default: all)")
     ap.add_argument("--seed", type=int, default=71)
     ap.add_argument("--batch-rows", type=int, default=0, help="rows the recovery reads at a time (0: a row group)")
+    ap.add_argument("--study", type=int, nargs="*", default=None, metavar="N",
+                    help="instead: `ct.recover` of N RW subjects in its own process, for each N given")
     args = ap.parse_args()
+    if args.study:
+        for n in args.study:
+            run_study(n, args.seed)
+        return
     run(args.subjects, args.recover, args.seed, args.batch_rows)
 
 

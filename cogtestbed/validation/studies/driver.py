@@ -63,7 +63,7 @@ from cogtestbed.inference.hierarchical import (
 )
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.errors import StudyFailure, StudyInputError, WorkerDied
-from cogtestbed.validation.studies.study_data import TaskFn, design_for_trials
+from cogtestbed.validation.studies.study_data import TaskFn, design_for_trials, study_chunk
 from cogtestbed.validation.studies.study_kinds import (
     MetricStudy,
     ModelRecoveryStudy,
@@ -158,15 +158,36 @@ def check_study_memory(spec: StudySpec, exp: ExperimentSpec, concurrent: int = 1
     if isinstance(spec, ModelStudy):
         gen = exp.generator(spec.models[0])
         agent, params = gen.agent, {**dict(gen.fixed), **spec.params}
-        sessions = max(spec.subjects) * max(spec.runs)
+        subjects = max(spec.subjects)
+        if spec.kind == "recovery" and spec.method == "mle":  # simulated and fitted a chunk at a time
+            subjects = min(subjects, min(study_chunk(exp, agent, params, design_for_trials(exp, t, spec.design),
+                                                     max(spec.runs)) for t in spec.trials))
+        sessions = subjects * max(spec.runs)
     else:
         agent, params = spec.agent, dict(spec.params)
         sessions = max(spec.runs) * (2 if spec.kind == "metric-power" else 1)
     per = max(session_bytes(exp, agent, params, design_for_trials(exp, t, spec.design)) for t in spec.trials)
-    need = per * sessions * MEMORY_COPIES * concurrent
-    check_memory(need, f"this study ({sessions} sessions per task, {concurrent} task(s) at once)",
+    rows = _estimate_rows(spec, exp)
+    need = per * sessions * MEMORY_COPIES * concurrent + rows * ESTIMATE_ROW_BYTES
+    of_rows = f", {rows:,} rows of estimates" if rows else ""
+    check_memory(need, f"this study ({sessions} sessions per task, {concurrent} task(s) at once{of_rows})",
                  "use fewer subjects, runs or trials, or fewer `workers`")
     return need
+
+
+#: Bytes of one row of a recovery study's table (a subject's estimate of one parameter with its interval and
+#: flags: 128 measured on RW), twice over for the tasks' rows and their concatenation.
+ESTIMATE_ROW_BYTES = 2 * 160
+
+
+def _estimate_rows(spec: StudySpec, exp: ExperimentSpec) -> int:
+    """A recovery study's rows, every task's together: at a chunked task's scale (issue 71) they, not the
+    trials, bound the study's memory (a row per subject and parameter or contrast)."""
+    if spec.kind != "recovery" or not isinstance(spec, ModelStudy):
+        return 0
+    model = exp.model(spec.models[0])
+    per_subject = len(model.parameters) + len(model.contrasts)
+    return spec.reps * sum(spec.subjects) * len(spec.trials) * len(spec.runs) * per_subject
 
 
 def _check_names(values: Mapping[str, Any], valid: set[str], what: str) -> None:

@@ -36,6 +36,9 @@ from cogtestbed.validation.studies.study_data import (
     rank_test,
     seed_of,
     simulate_model,
+    simulate_runs,
+    simulate_runs_chunked,
+    study_chunk,
 )
 from cogtestbed.validation.studies.study_kinds import (
     ModelRecoveryStudy,
@@ -68,6 +71,21 @@ def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:
                                    "_o": np.arange(len(fits))}))
     long = pd.concat(parts, ignore_index=True)
     return long.sort_values(["_o"], kind="stable").drop(columns="_o").reset_index(drop=True)
+
+
+def _estimates_mle_streamed(spec: ModelStudy, exp: ExperimentSpec, model: str, fitter: CognitiveModel,
+                            true: Mapping[str, Any], n: int, seed: int, design: Any, runs: int) -> pd.DataFrame:
+    """:func:`_estimates_mle` of ``model``'s data at ``true`` (:func:`simulate_model`), simulated and fitted
+    :func:`~cogtestbed.validation.studies.study_data.study_chunk` subjects at a time, so a task's memory is
+    one chunk's trials and the estimates (issue 71): the per-subject fits are independent, so the rows are
+    those of one fit of the whole table."""
+    gen = exp.generator(model)
+    params = {**gen.agent_params(true), **spec.params}
+    chunk = study_chunk(exp, gen.agent, params, design, runs)
+    if n <= chunk:
+        return _estimates_mle(fitter, simulate_runs(exp, gen.agent, n, seed, params, design, runs, spec.lapse))
+    parts = simulate_runs_chunked(exp, gen.agent, n, seed, params, design, runs, spec.lapse, chunk)
+    return pd.concat([_estimates_mle(fitter, part) for part in parts], ignore_index=True)
 
 
 def _fit_bayes(model: CognitiveModel, trials: pd.DataFrame, spec: ModelStudy, seed: int) -> Any:
@@ -127,19 +145,20 @@ def task_recovery(spec: RecoveryStudy, exp: ExperimentSpec, task: Mapping[str, A
     model = exp.model(spec.models[0])
     n = int(task["n_subjects"])
     pop, true = draw_true_parameters(spec, model, n, rng)
-    trials = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
     fitter = fitted_model(spec, model)
-    for name in set(fitter.parameters.names) - set(model.parameters.names):  # a fitted lapse rate ε
-        true[name] = np.full(n, spec.lapse.random if spec.lapse is not None else 0.0)
     fit = None
     if spec.method == "mle":
-        est = _estimates_mle(fitter, trials)
+        est = _estimates_mle_streamed(spec, exp, model.name, fitter, true, n, seed_of(sim_seq), design,
+                                      int(task["runs"]))
         cols = ["true", "estimate", "lo95", "hi95", "identified", "unidentified_reason", "subject_identified"]
     else:
+        trials = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, int(task["runs"]))
         fit = _fit_bayes(fitter, trials, spec, fit_seed)
         est = _estimates_bayes(fitter, fit)
         cols = ["true", "estimate", "lo50", "hi50", "lo90", "hi90"]
-    order = {s: i for i, s in enumerate(sorted(trials["subject"].unique()))}
+    for name in set(fitter.parameters.names) - set(model.parameters.names):  # a fitted lapse rate ε
+        true[name] = np.full(n, spec.lapse.random if spec.lapse is not None else 0.0)
+    order = {s: i for i, s in enumerate(sorted(est["subject"].unique()))}
     est = est.assign(true=[true[p][order[s]] for s, p in zip(est["subject"], est["parameter"], strict=True)])
     # Contrast intervals need draws: Bayesian contrasts carry point values only.
     est = _with_contrasts(est[["subject", "parameter", *cols]], model,

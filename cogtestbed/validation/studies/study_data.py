@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from cogtestbed.inference.base import CognitiveModel, with_lapse
 from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prior
 from cogtestbed.lapse import Lapse
 from cogtestbed.parameters import Parameter
-from cogtestbed.simulation import as_sessions, simulate
+from cogtestbed.simulation import as_sessions, chosen_path, chunk_subjects, simulate, simulate_chunks
 from cogtestbed.validation.studies.study_kinds import ModelStudy, SampledStudy
 
 #: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
@@ -84,6 +84,28 @@ def simulate_runs(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Ma
     rep = {k: np.repeat(np.asarray(v, dtype=np.float64), runs) if np.ndim(v) else v
            for k, v in params.items()}
     return as_sessions(simulate(exp, agent, n * runs, seed, rep, design=design, lapse=lapse), runs)
+
+
+def simulate_runs_chunked(exp: ExperimentSpec, agent: str, n: int, seed: int, params: Mapping[str, Any],
+                          design: Any, runs: int = 1, lapse: Lapse | None = None,
+                          chunk: int | None = None) -> Iterator[pd.DataFrame]:
+    """:func:`simulate_runs`'s table, ``chunk`` subjects at a time (default: :func:`study_chunk`), in subject
+    order: the chunks concatenated are :func:`simulate_runs`'s table row for row (every draw read from its
+    stream's place, :func:`~cogtestbed.simulation.simulate_chunks`), while memory holds one chunk (issue 71)."""
+    chunk = study_chunk(exp, agent, params, design, runs) if chunk is None else chunk
+    rep = {k: np.repeat(np.asarray(v, dtype=np.float64), runs) if np.ndim(v) else v for k, v in params.items()}
+    agent_cls = exp.agent(agent)
+    with chosen_path("batch", exp, agent_cls, design, rep, n * runs, lapse) as path:
+        for part in simulate_chunks(exp, agent, n * runs, seed, rep, design=design, method=path, lapse=lapse,
+                                    chunk=chunk * runs):
+            yield part if runs == 1 else as_sessions(part, runs)
+
+
+def study_chunk(exp: ExperimentSpec, agent: str, params: Mapping[str, Any], design: Any, runs: int = 1) -> int:
+    """Subjects of ``runs`` sessions each that a streamed study task simulates and fits at a time: about
+    :data:`~cogtestbed.simulation.CHUNK_BYTES` of trial table, at least one."""
+    fixed = {k: v for k, v in params.items() if not np.ndim(v)}
+    return max(1, chunk_subjects(exp, agent, fixed, design) // max(1, runs))
 
 
 def uniform_range(p: Parameter) -> tuple[float, float]:

@@ -357,3 +357,19 @@ def test_a_default_size_range_grows_until_the_target_is_inside_and_edges_are_sai
     assert any("range was extended to" in n for n in result.notes)
     assert not any("top of the subjects range" in n for n in result.notes)
     assert result.recovery["studies"] == result.chosen.estimate.sims  # measured on as many fresh studies
+
+
+def test_an_edge_note_names_the_option_that_widens_the_range() -> None:
+    """A design field's range is widened with ``--design NAME=a,b,c`` (there is no ``--n_reps``); the options a
+    note names are ``plan``'s own."""
+    import typer
+
+    from cogtestbed.cli.app import app
+    from cogtestbed.validation.design.plan import OWN_OPTION_AXES, range_flag
+
+    assert [range_flag(a) for a in ("subjects", "runs", "trials", "n_reps")] == \
+        ["--subjects", "--runs", "--trials", "--design n_reps=a,b,c"]
+    plan = typer.main.get_command(app).commands["plan"]  # type: ignore[attr-defined]
+    options = {o for param in plan.params for o in param.opts}
+    assert {f"--{a}" for a in OWN_OPTION_AXES} | {"--design"} <= options
+    assert "--n_reps" not in options

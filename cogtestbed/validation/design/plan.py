@@ -90,6 +90,15 @@ REFINE_REL = 0.1
 FRESH_SEED_OFFSET = 7_777_777
 
 
+#: The sizes a plan searches with an option of their own; any other axis is a design field (``--design NAME=a,b,c``).
+OWN_OPTION_AXES = ("subjects", "runs", "trials")
+
+
+def range_flag(axis: str) -> str:
+    """The option that gives axis ``axis`` a wider range, as a plan's notes name it."""
+    return f"--{axis}" if axis in OWN_OPTION_AXES else f"--design {axis}=a,b,c"
+
+
 class PlanInfeasible(CogtestbedError, ValueError):
     """No design within the budget (and the searched ranges) reaches the target power."""
 
@@ -430,14 +439,14 @@ class Planner:
         if len(self.size.values) > 1 and size == self.size.values[-1]:
             cap = " (the extension's cap)" if self.extend_to is not None else ""
             out.append(f"the chosen design is at the top of the {self.size.name} range, {size}{cap}: "
-                       f"a wider --{self.size.name} range may hold a cheaper design")
+                       f"a wider {range_flag(self.size.name)} range may hold a cheaper design")
         for axis in self.others:
             here = point.value(axis.name)
             if len(axis.values) > 1 and here in (axis.values[0], axis.values[-1]):
                 end = "top" if here == axis.values[-1] else "bottom"
-                flag = "--trials" if axis.name == "trials" else f"--{axis.name}"
                 out.append(f"the chosen design is at the {end} of the {axis.name} range, {here} "
-                           f"({axis.values[0]}-{axis.values[-1]}): a wider {flag} range may hold a cheaper design")
+                           f"({axis.values[0]}-{axis.values[-1]}): a wider {range_flag(axis.name)} range may hold a "
+                           "cheaper design")
         return out
 
     def finalise(self) -> Evaluated:

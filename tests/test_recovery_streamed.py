@@ -79,3 +79,23 @@ def test_the_memory_check_counts_a_chunk_and_the_rows_not_every_trial() -> None:
         check_study_memory(spec.model_copy(update={"subjects": (10**9,)}), exp)
     with pytest.raises(MemoryLimitError, match="10000000 sessions per task"):
         check_study_memory(spec.model_copy(update={"method": "hierarchical", "subjects": (10**7,)}), exp)
+
+
+def test_the_verdict_says_which_estimates_its_r_rmse_and_bias_leave_out() -> None:
+    """An estimate at 0 of a log-scale parameter (log −∞) or a failed fit is not in r, RMSE and bias: the verdict
+    says so beside them, with the count (never silently over fewer subjects)."""
+    from cogtestbed.validation.studies.summaries import recovery_summary
+    from cogtestbed.validation.studies.verdict import _param_stats
+
+    rng = np.random.default_rng(0)
+    true = rng.uniform(1, 8, 12)
+    table = pd.DataFrame({"rep": 0, "n_subjects": 12, "runs": 1, "n_trials": 96, "subject": range(12),
+                          "parameter": "beta", "true": true, "estimate": [*true[:10] * 1.1, 0.0, np.nan],
+                          "scale": "log"})
+    entry = next(iter(recovery_summary(table).values()))["parameters"]["beta"]
+    assert (entry["n"], entry["n_finite"]) == (12, 10)
+    assert entry["bias"] == pytest.approx(np.log(1.1))
+    text = _param_stats("beta", entry)
+    assert "over the 10 of 12 estimates finite (log scale); 2 are not" in text
+    clean = next(iter(recovery_summary(table.iloc[:10]).values()))["parameters"]["beta"]
+    assert "finite" not in _param_stats("beta", clean)

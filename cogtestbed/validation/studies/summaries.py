@@ -81,8 +81,9 @@ def _none_if_nan(value: Any) -> Any:
 def _recovery_stats(g: pd.DataFrame) -> dict[str, Any]:
     true, est = g["true"].to_numpy(float), g["estimate"].to_numpy(float)
     log = "scale" in g and bool((g["scale"] == "log").all())
-    if log:  # e.g. β: errors are multiplicative, score log β
-        true, est = np.log(true), np.log(est)
+    if log:  # e.g. β: errors are multiplicative, score log β (an estimate at 0: −∞, counted out of n_finite)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            true, est = np.log(true), np.log(est)
     ok = np.isfinite(true) & np.isfinite(est)
     err = est[ok] - true[ok]
     n_ok = int(ok.sum())

@@ -58,6 +58,10 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
     scale = " (log scale)" if v.get("scale") == "log" else ""
     bits = [f"r {num(v['r'], 2)}" if not v.get("r_note") else v["r_note"],
             f"RMSE {num(v['rmse'])}{scale}", f"bias {num(v['bias'])}"]
+    left_out = v.get("n", 0) - v.get("n_finite", v.get("n", 0))
+    if left_out:  # a failed fit (no estimate) or, on the log scale, an estimate at 0: said, never silent
+        bits[-1] += (f" (r, RMSE and bias over the {v['n_finite']} of {v['n']} estimates finite{scale}; "
+                     f"{left_out} {'is' if left_out == 1 else 'are'} not: a failed fit or an estimate at 0)")
     if v.get("summary_estimate") is not None:
         bits.append(f"{v['summary_kind']} estimate {num(v['summary_estimate'])} for mean truth {num(v['mean_true'])}")
     within = v.get("within")

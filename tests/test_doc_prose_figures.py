@@ -219,3 +219,14 @@ def test_population_table_is_what_population_show_prints() -> None:
         assert result.exit_code == 0, result.output
         settings = ("0.98",) if "prospect-theory" in row else ()
         assert _not_printed(row, result.output, settings) == [], name
+
+
+@pytest.mark.slow
+def test_kappa_recovery_figures_are_what_revealed_family_prints() -> None:
+    """docs/revealed-belief.md's κ recovery (``revealed_family.py --only kappa``, seeded: about 20 s CPU).  Not
+    printed: the lower end of the κ prior's 95 % range, a setting of the prior the paragraph states."""
+    printed = _study("benchmarks/studies/revealed_family.py", "--only", "kappa")
+    paragraph = _marked_paragraph("docs/revealed-belief.md",
+                                  "test_kappa_recovery_figures_are_what_revealed_family_prints")
+    assert '"r_identified": 1.0' in printed
+    assert _not_printed(paragraph, printed, settings=("1.4",)) == []

@@ -230,3 +230,22 @@ def test_kappa_recovery_figures_are_what_revealed_family_prints() -> None:
                                   "test_kappa_recovery_figures_are_what_revealed_family_prints")
     assert '"r_identified": 1.0' in printed
     assert _not_printed(paragraph, printed, settings=("1.4",)) == []
+
+
+def test_howto_llm_vs_people_quotes_the_generated_plan() -> None:
+    """docs/howto/llm-vs-people.md quotes the λ + 1 plan against Spektor's 30 people: its figures are those of
+    the plan's output block in docs/human-data.md, which ``make docs-figures`` writes from the command above it
+    (a plan of minutes of CPU, so it is regenerated there, not rerun here)."""
+    from doc_blocks import blocks
+    from docs_figures import _generated
+
+    page = ROOT / "docs/human-data.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    fenced = blocks(page, ("bash", ""))
+    outputs = [out.source for command, out in zip(fenced, fenced[1:], strict=False)
+               if command.language == "bash" and "--effect lambda=1.0" in command.source
+               and "human:spektor2024" in command.source and out.language == ""
+               and _generated(lines, out.line) is not None]
+    assert len(outputs) == 1
+    paragraph = _marked_paragraph("docs/howto/llm-vs-people.md", "test_howto_llm_vs_people_quotes_the_generated_plan")
+    assert _not_printed(paragraph, outputs[0]) == []

@@ -249,3 +249,14 @@ def test_howto_llm_vs_people_quotes_the_generated_plan() -> None:
     assert len(outputs) == 1
     paragraph = _marked_paragraph("docs/howto/llm-vs-people.md", "test_howto_llm_vs_people_quotes_the_generated_plan")
     assert _not_printed(paragraph, outputs[0]) == []
+
+
+@pytest.mark.slow
+def test_tilt_evaluation_figures_are_what_tilt_evaluations_prints() -> None:
+    """docs/benchmarks.md's counts of the tilt solver's evaluations (``tilt_evaluations.py``, seeded: about 4 s
+    CPU): the means, the largest counts and the adversarial cases solved, none raised or missed."""
+    printed = _study("benchmarks/tilt_evaluations.py")
+    paragraph = _marked_paragraph("docs/benchmarks.md", "test_tilt_evaluation_figures_are_what_tilt_evaluations_prints")
+    assert _not_printed(paragraph, printed) == []
+    assert "random cases: 6258 solved, mean 4.3, max 20" in printed and "max 25" in printed
+    assert "adversarial: 19670 solved, mean 5.2, max 28; raised 0" in printed and "twin differs 0" in printed

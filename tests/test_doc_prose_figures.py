@@ -260,3 +260,23 @@ def test_tilt_evaluation_figures_are_what_tilt_evaluations_prints() -> None:
     assert _not_printed(paragraph, printed) == []
     assert "random cases: 6258 solved, mean 4.3, max 20" in printed and "max 25" in printed
     assert "adversarial: 19670 solved, mean 5.2, max 28; raised 0" in printed and "twin differs 0" in printed
+
+
+@pytest.mark.slow
+def test_spektor_identification_figures_are_what_fit_prints(tmp_path: Path) -> None:
+    """docs/risky-choice.md's identification counts and medians of the per-participant prospect-theory MLE on
+    Spektor et al.'s 282 participants (``cogtestbed fit ... --method mle``: about 20 s CPU)."""
+    import json
+
+    data = ROOT.parent / "shared" / "data" / "psych201" / "spektor2024lossaversion" / "prompts.jsonl.zip"
+    if not data.is_file():
+        pytest.skip(f"no Psych-201 data at {data}")
+    result = CliRunner().invoke(app, ["fit", "prospect-theory", str(data), "-e", "risky-choice", "--method", "mle",
+                                      "-o", str(tmp_path / "fit")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "fit" / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["n_subjects"], summary["n_identified"], summary["flag_reasons"]) == \
+        (282, 246, {"unbounded interval": 36})
+    printed = " ".join(f"{v:.6f}" for key in ("median", "median_pinned_only") for v in summary[key].values())
+    paragraph = _marked_paragraph("docs/risky-choice.md", "test_spektor_identification_figures_are_what_fit_prints")
+    assert _not_printed(paragraph, printed) == []

@@ -56,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.names:
         try:
             print(render(name))
-        except (FileNotFoundError, ValueError) as error:
-            print(f"error: {name}: no results file in {RESULTS} ({error.__class__.__name__}: {error})",
-                  file=sys.stderr)
+        except FileNotFoundError:
+            print(f"error: {name}: no results file {name}.json in {RESULTS} (--list names them)", file=sys.stderr)
+            return 2
+        except ValueError as error:
+            print(f"error: {name}: {error}", file=sys.stderr)
             return 2
     return 0
 

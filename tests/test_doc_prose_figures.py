@@ -280,3 +280,18 @@ def test_spektor_identification_figures_are_what_fit_prints(tmp_path: Path) -> N
     printed = " ".join(f"{v:.6f}" for key in ("median", "median_pinned_only") for v in summary[key].values())
     paragraph = _marked_paragraph("docs/risky-choice.md", "test_spektor_identification_figures_are_what_fit_prints")
     assert _not_printed(paragraph, printed) == []
+
+
+def test_study_record_prints_its_provenance_and_refuses_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    import study_record
+
+    assert study_record.main(["unequal-trials-pools"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("unequal-trials-pools: python benchmarks/studies/unequal_trials_pools.py")
+    assert "commit e0b22a6" in out[1] and "transcribed once" in out[1]
+    assert study_record.main(["no-such-study"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: no-such-study: no results file")
+    names = set(study_record.RESULTS.glob("*.json"))
+    assert {p.stem for p in names} == {n for _, _, ns in _record_quotes() for n in ns.split(",")}, \
+        "a results file no page quotes, or a quote of a missing file"

@@ -10,7 +10,9 @@ a label and the value as printed.  A page shows what this prints in a ``generate
     python benchmarks/study_record.py NAME [NAME ...]
     python benchmarks/study_record.py --list
 
-Exit status 2 with one line for a name that has no results file.
+Exit status 2 with one line for a name that has no results file.  A study writes its file with
+:func:`write` (its command, this checkout's commit and the date filled in); a file transcribed once from a dated
+record of the docs says so in its ``provenance``.
 """
 
 from __future__ import annotations
@@ -25,20 +27,41 @@ RESULTS = Path(__file__).resolve().parent / "records" / "results"
 FIELDS = ("study", "command", "commit", "date", "provenance", "figures")
 
 
-def load(name: str) -> dict[str, object]:
+def load(name: str, folder: Path = RESULTS) -> dict[str, object]:
     """The results file of study ``name``; ``FileNotFoundError`` when it has none, ``ValueError`` when a field
     is missing."""
-    record = json.loads((RESULTS / f"{name}.json").read_text(encoding="utf-8"))
+    record = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
     missing = [f for f in FIELDS if f not in record]
     if missing:
         raise ValueError(f"{name}.json lacks {', '.join(missing)}")
     return record
 
 
-def render(name: str) -> str:
+def write(name: str, command: str, figures: list[tuple[str, str]], provenance: str = "written by the study",
+          folder: Path = RESULTS) -> Path:
+    """Write study ``name``'s results file: ``command`` as run, this checkout's commit (``git rev-parse``;
+    ``+dirty`` with uncommitted changes), today's date (UTC) and ``figures`` (label, value as printed); a study
+    calls it at its end so that the docs print what it found (``render``)."""
+    import datetime
+    import subprocess
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=RESULTS.parents[2], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    commit = (git("rev-parse", "--short", "HEAD") or "unknown") + ("+dirty" if git("status", "--porcelain") else "")
+    record = {"study": name, "command": command, "commit": commit,
+              "date": datetime.datetime.now(datetime.UTC).date().isoformat(), "provenance": provenance,
+              "figures": [list(f) for f in figures]}
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def render(name: str, folder: Path = RESULTS) -> str:
     """What ``study_record.py NAME`` prints: the command, its commit and date, the file's provenance, then one
     line per figure."""
-    record = load(name)
+    record = load(name, folder)
     lines = [f"{record['study']}: {record['command']}",
              f"  run {record['date']}, commit {record['commit']}; {record['provenance']}"]
     lines += [f"  {label}: {value}" for label, value in record["figures"]]  # type: ignore[attr-defined]

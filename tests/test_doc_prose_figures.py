@@ -295,3 +295,15 @@ def test_study_record_prints_its_provenance_and_refuses_an_unknown_name(capsys: 
     names = set(study_record.RESULTS.glob("*.json"))
     assert {p.stem for p in names} == {n for _, _, ns in _record_quotes() for n in ns.split(",")}, \
         "a results file no page quotes, or a quote of a missing file"
+
+
+def test_a_study_writes_the_results_file_the_docs_print(tmp_path: Path) -> None:
+    import study_record
+
+    path = study_record.write("demo", "python benchmarks/studies/demo.py --n 3", [("power", "0.82 [0.70, 0.91]")],
+                              folder=tmp_path)
+    assert path == tmp_path / "demo.json"
+    lines = study_record.render("demo", folder=tmp_path).splitlines()
+    assert lines[0] == "demo: python benchmarks/studies/demo.py --n 3"
+    assert re.match(r"  run \d{4}-\d{2}-\d{2}, commit [0-9a-f]{7,}(\+dirty)?; written by the study$", lines[1])
+    assert lines[2:] == ["  power: 0.82 [0.70, 0.91]"]

@@ -5,6 +5,7 @@ marker names what holds it; these are the tests its ``checked`` markers name).""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from typer.testing import CliRunner
 from cogtestbed.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+")
 
 #: (page, population, what the page says of it: every decimal number in it must be one `population show` prints,
@@ -71,3 +74,236 @@ def test_settings_the_docs_state_in_prose_are_the_codes() -> None:
     for script in ("bench_seqplan.py", "bench_plan.py"):
         source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
         assert re.search(r'effect="optimism_bias",\s*effect_size=0\.2,', source), script
+
+
+# ------------------------------------------------------------------ study records (benchmarks/records/results)
+RECORD_TEST = "tests/test_doc_prose_figures.py::test_prose_figures_are_in_their_study_record"
+RECORD_MARKER = re.compile(r"<!--\s*doc:\s*checked\s+" + re.escape(RECORD_TEST) + r"\s+(\S+)\s*-->")
+
+
+def _record_quotes() -> list[tuple[str, int, str]]:
+    """(page, line of the marker, 1-based; the records' names, ``NAME[,NAME...]``) of every paragraph that quotes
+    study records."""
+    from doc_blocks import BLOCK_PAGES
+
+    return [(page.relative_to(ROOT).as_posix(), i + 1, found[1])
+            for page in BLOCK_PAGES
+            for i, line in enumerate(page.read_text(encoding="utf-8").splitlines())
+            if (found := RECORD_MARKER.search(line))]
+
+
+def _quoted_paragraph(lines: list[str], marker: int) -> str:
+    """The paragraph right below the marker at ``marker`` (1-based) and, when it ends with a colon and holds no
+    figure itself, the list or table after it (as ``docs_figures.py`` reads prose)."""
+    from docs_figures import paragraphs
+
+    found = paragraphs(lines)
+    k = next(k for k, (start, _) in enumerate(found) if start >= marker)
+    text = "\n".join(found[k][1])
+    if text.rstrip().endswith(":") and k + 1 < len(found) and not DECIMAL.findall(text):
+        text += "\n" + "\n".join(found[k + 1][1])
+    return text
+
+
+def _not_recorded(paragraph: str, printed: str) -> list[str]:
+    """The decimal figures of ``paragraph`` (as the figure list reads prose) that ``printed`` does not print."""
+    from docs_figures import _prose_numbers
+
+    return [n for n in _prose_numbers(paragraph) if not _same_at_precision(n, DECIMAL.findall(printed))]
+
+
+@pytest.mark.parametrize(("page", "line", "name"), _record_quotes(),
+                         ids=[f"{p}:{n}" for p, _, n in _record_quotes()])
+def test_prose_figures_are_in_their_study_record(page: str, line: int, name: str) -> None:
+    """A paragraph quoting a study too long to rerun for the docs quotes only figures its results file holds, and
+    the page shows what ``python benchmarks/study_record.py NAME`` prints (``make docs-figures`` writes it)."""
+    from study_record import render
+
+    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
+    names = name.split(",")
+    printed = "\n".join(render(n) for n in names)
+    paragraph = _quoted_paragraph(lines, line)
+    assert DECIMAL.findall(paragraph), f"{page}:{line}: the paragraph under the marker quotes no figure"
+    assert _not_recorded(paragraph, printed) == []
+    command = f"python benchmarks/study_record.py {' '.join(names)}"
+    shown = f"```bash\n{command}\n```\n<!-- doc: generated -->\n```\n{printed}\n```"
+    assert shown in "\n".join(lines), f"{page} does not show `study_record.py {name}`'s output: run " \
+                                      f"python benchmarks/docs_figures.py --write {page} --match {names[0]}"
+
+
+def test_a_figure_its_record_does_not_hold_fails() -> None:
+    assert _not_recorded("power 0.82 [0.70, 0.91] over `cogtestbed plan`", "x: 0.82 [0.70, 0.91]") == []
+    assert _not_recorded("power 0.83 [0.70, 0.91]", "x: 0.82 [0.70, 0.91]") == ["0.83"]
+    assert _not_recorded("about 0.74 nats", "x: 0.738") == [] and _not_recorded("0.7", "x: 0.76") == ["0.7"]
+    assert _quoted_paragraph(["<!-- m -->", "a:", "", "| b | 0.6 |", "", "c 0.7"], 1) == "a:\n| b | 0.6 |"
+    assert _quoted_paragraph(["<!-- m -->", "a 0.5:", "", "| b | 0.6 |", "", "c 0.7"], 1) == "a 0.5:"
+
+
+# ------------------------------------------------------------ prose figures a cheap command prints (issue 72)
+def _marked_paragraph(page: str, test_name: str) -> str:
+    """The paragraph (see :func:`_quoted_paragraph`) under the marker that names ``test_name`` in ``page``."""
+    lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
+    marker = f"checked tests/test_doc_prose_figures.py::{test_name}"
+    line = next(i + 1 for i, text in enumerate(lines) if marker in text and text.strip().startswith("<!--"))
+    return _quoted_paragraph(lines, line)
+
+
+def _not_printed(paragraph: str, printed: str, settings: tuple[str, ...] = ()) -> list[str]:
+    """The decimal figures of ``paragraph`` that ``printed`` does not print at the paragraph's precision, less
+    ``settings`` (a design's value or a threshold the paragraph states, not a result)."""
+    from docs_figures import _prose_numbers
+
+    shown = [n for n in _prose_numbers(paragraph) if n not in settings]
+    assert shown, "the paragraph quotes no figure"
+    return [n for n in shown if not _same_at_precision(n, DECIMAL.findall(printed))]
+
+
+def _study(*argv: str) -> str:
+    import subprocess
+
+    done = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_magnitude_bcs_figures_are_what_magnitude_studies_prints() -> None:
+    """docs/magnitude.md's identity-mapper and prior-dominant BCS (``magnitude_studies.py identity`` and
+    ``prior_dominant``, seeded: about 1.5 CPU min).  Not printed: the 0.9 threshold of s_a = 0 and the analytic
+    +1.25 per task (5 ablations × (⅝ − ⅜)), checked here."""
+    assert 5 * (5 / 8 - 3 / 8) == 1.25
+    printed = _study("benchmarks/studies/magnitude_studies.py", "identity") + \
+        _study("benchmarks/studies/magnitude_studies.py", "prior_dominant")
+    paragraph = _marked_paragraph("docs/magnitude.md", "test_magnitude_bcs_figures_are_what_magnitude_studies_prints")
+    assert _not_printed(paragraph, printed, settings=("0.9", "1.25")) == []
+    assert "BCS = 0 for 1.000 of 300 subjects" in printed and "BCS = 0 for 0.470 of 300 subjects" in printed
+
+
+@pytest.mark.slow
+def test_magnitude_fig_figures_are_what_magnitude_studies_prints() -> None:
+    """docs/magnitude.md's Fig. 6A / 6C / 7 figures (``magnitude_studies.py figures``, seeded: about 15 s CPU)."""
+    printed = _study("benchmarks/studies/magnitude_studies.py", "figures")
+    paragraph = _marked_paragraph("docs/magnitude.md", "test_magnitude_fig_figures_are_what_magnitude_studies_prints")
+    assert _not_printed(paragraph, printed) == []
+
+
+@pytest.mark.slow
+def test_cogbench_quirk_figures_are_what_metrics_prints() -> None:
+    """docs/cogbench.md's probabilistic-reasoning performances: the human file's (flipped as CogBench's
+    ``store.py`` flips it) and claude-1/claude-2 under ``--sessions split`` (about 5 s CPU)."""
+    import cogtestbed as ct
+
+    folder = ROOT.parent / "shared" / "data" / "cogbench" / "ProbabilisticReasoning"
+    if not folder.is_dir():
+        pytest.skip(f"no CogBench data at {folder}")
+    printed = [f"{ct.metrics('probabilistic-reasoning', folder / 'human.csv')['metrics']['performance']:.6f}"]
+    printed += [f"{ct.metrics('probabilistic-reasoning', folder / f, sessions='split')['metrics']['performance']:.6f}"
+                for f in ("claude-1.csv", "claude-2.csv")]
+    paragraph = _marked_paragraph("docs/cogbench.md", "test_cogbench_quirk_figures_are_what_metrics_prints")
+    assert _not_printed(paragraph, " ".join(printed)) == []
+
+
+def test_population_table_is_what_population_show_prints() -> None:
+    """docs/human-data.md's table of the shipped populations: each row's fit diagnostics are what ``cogtestbed
+    population show`` prints for it (the times beside them are the build's, as the row says); the prospect-theory
+    fits' target acceptance is the model's."""
+    from cogtestbed.inference.risky import ProspectTheoryModel
+
+    paragraph = _marked_paragraph("docs/human-data.md", "test_population_table_is_what_population_show_prints")
+    rows = [row for row in paragraph.splitlines() if row.startswith("| `human:")]
+    assert len(rows) == 4 and ProspectTheoryModel.target_accept == 0.98
+    for row in rows:
+        name = re.search(r"`(human:[\w-]+)`", row)[1]  # type: ignore[index]
+        result = CliRunner().invoke(app, ["population", "show", name])
+        assert result.exit_code == 0, result.output
+        settings = ("0.98",) if "prospect-theory" in row else ()
+        assert _not_printed(row, result.output, settings) == [], name
+
+
+@pytest.mark.slow
+def test_kappa_recovery_figures_are_what_revealed_family_prints() -> None:
+    """docs/revealed-belief.md's κ recovery (``revealed_family.py --only kappa``, seeded: about 20 s CPU).  Not
+    printed: the lower end of the κ prior's 95 % range, a setting of the prior the paragraph states."""
+    printed = _study("benchmarks/studies/revealed_family.py", "--only", "kappa")
+    paragraph = _marked_paragraph("docs/revealed-belief.md",
+                                  "test_kappa_recovery_figures_are_what_revealed_family_prints")
+    assert '"r_identified": 1.0' in printed
+    assert _not_printed(paragraph, printed, settings=("1.4",)) == []
+
+
+def test_howto_llm_vs_people_quotes_the_generated_plan() -> None:
+    """docs/howto/llm-vs-people.md quotes the λ + 1 plan against Spektor's 30 people: its figures are those of
+    the plan's output block in docs/human-data.md, which ``make docs-figures`` writes from the command above it
+    (a plan of minutes of CPU, so it is regenerated there, not rerun here)."""
+    from doc_blocks import blocks
+    from docs_figures import _generated
+
+    page = ROOT / "docs/human-data.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    fenced = blocks(page, ("bash", ""))
+    outputs = [out.source for command, out in zip(fenced, fenced[1:], strict=False)
+               if command.language == "bash" and "--effect lambda=1.0" in command.source
+               and "human:spektor2024" in command.source and out.language == ""
+               and _generated(lines, out.line) is not None]
+    assert len(outputs) == 1
+    paragraph = _marked_paragraph("docs/howto/llm-vs-people.md", "test_howto_llm_vs_people_quotes_the_generated_plan")
+    assert _not_printed(paragraph, outputs[0]) == []
+
+
+@pytest.mark.slow
+def test_tilt_evaluation_figures_are_what_tilt_evaluations_prints() -> None:
+    """docs/benchmarks.md's counts of the tilt solver's evaluations (``tilt_evaluations.py``, seeded: about 4 s
+    CPU): the means, the largest counts and the adversarial cases solved, none raised or missed."""
+    printed = _study("benchmarks/tilt_evaluations.py")
+    paragraph = _marked_paragraph("docs/benchmarks.md", "test_tilt_evaluation_figures_are_what_tilt_evaluations_prints")
+    assert _not_printed(paragraph, printed) == []
+    assert "random cases: 6258 solved, mean 4.3, max 20" in printed and "max 25" in printed
+    assert "adversarial: 19670 solved, mean 5.2, max 28; raised 0" in printed and "twin differs 0" in printed
+
+
+@pytest.mark.slow
+def test_spektor_identification_figures_are_what_fit_prints(tmp_path: Path) -> None:
+    """docs/risky-choice.md's identification counts and medians of the per-participant prospect-theory MLE on
+    Spektor et al.'s 282 participants (``cogtestbed fit ... --method mle``: about 20 s CPU)."""
+    import json
+
+    data = ROOT.parent / "shared" / "data" / "psych201" / "spektor2024lossaversion" / "prompts.jsonl.zip"
+    if not data.is_file():
+        pytest.skip(f"no Psych-201 data at {data}")
+    result = CliRunner().invoke(app, ["fit", "prospect-theory", str(data), "-e", "risky-choice", "--method", "mle",
+                                      "-o", str(tmp_path / "fit")])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "fit" / "summary.json").read_text(encoding="utf-8"))
+    assert (summary["n_subjects"], summary["n_identified"], summary["flag_reasons"]) == \
+        (282, 246, {"unbounded interval": 36})
+    printed = " ".join(f"{v:.6f}" for key in ("median", "median_pinned_only") for v in summary[key].values())
+    paragraph = _marked_paragraph("docs/risky-choice.md", "test_spektor_identification_figures_are_what_fit_prints")
+    assert _not_printed(paragraph, printed) == []
+
+
+def test_study_record_prints_its_provenance_and_refuses_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
+    import study_record
+
+    assert study_record.main(["unequal-trials-pools"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("unequal-trials-pools: python benchmarks/studies/unequal_trials_pools.py")
+    assert "commit e0b22a6" in out[1] and "transcribed once" in out[1]
+    assert study_record.main(["no-such-study"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: no-such-study: no results file")
+    names = set(study_record.RESULTS.glob("*.json"))
+    assert {p.stem for p in names} == {n for _, _, ns in _record_quotes() for n in ns.split(",")}, \
+        "a results file no page quotes, or a quote of a missing file"
+
+
+def test_a_study_writes_the_results_file_the_docs_print(tmp_path: Path) -> None:
+    import study_record
+
+    path = study_record.write("demo", "python benchmarks/studies/demo.py --n 3", [("power", "0.82 [0.70, 0.91]")],
+                              folder=tmp_path)
+    assert path == tmp_path / "demo.json"
+    lines = study_record.render("demo", folder=tmp_path).splitlines()
+    assert lines[0] == "demo: python benchmarks/studies/demo.py --n 3"
+    assert re.match(r"  run \d{4}-\d{2}-\d{2}, commit [0-9a-f]{7,}(\+dirty)?; written by the study$", lines[1])
+    assert lines[2:] == ["  power: 0.82 [0.70, 0.91]"]

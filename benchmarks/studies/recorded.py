@@ -26,7 +26,7 @@ from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: The widest aligned table printed as a table; a wider one is printed a row a paragraph.
-WIDTH = 116
+WIDTH = 120
 
 
 def render(record: dict[str, Any]) -> str:

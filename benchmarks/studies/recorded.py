@@ -31,7 +31,7 @@ WIDTH = 120
 
 def render(record: dict[str, Any]) -> str:
     """The text of a results file: its provenance, notes and tables."""
-    out = [f"command: {record['command']}", f"run: {record['date']} on commit {record['commit']}"]
+    out = [_wrap(f"command: {record['command']}", "  "), _wrap(f"run: {record['date']} on commit {record['commit']}", "  ")]
     if record.get("source"):
         out.append(_wrap(f"transcribed: {record['source']}", "  "))
     if record.get("notes"):

@@ -10,7 +10,8 @@ files.
 
 A results file is a JSON object: ``command`` (the study's command line), ``date``, ``commit`` (the code that ran
 it), ``source`` (optional: where the figures were transcribed from, and by whom, when the study did not write the
-file itself), ``notes`` (optional text printed after the header) and ``tables``: a list of objects with an optional
+file itself), ``notes`` (optional text printed after the header), ``output`` (optional: the lines the command printed, as
+they are) and ``tables``: a list of objects with an optional
 ``title``, ``columns`` (the header) and ``rows`` (lists of cells, strings as printed).  A table whose aligned text
 is wider than :data:`WIDTH` is printed one row a paragraph (``column: cell`` lines).
 """
@@ -36,6 +37,8 @@ def render(record: dict[str, Any]) -> str:
         out.append(_wrap(f"transcribed: {record['source']}", "  "))
     if record.get("notes"):
         out += ["", _wrap(record["notes"])]
+    if record.get("output"):
+        out += ["", *record["output"]]
     for table in record.get("tables", []):
         out.append("")
         if table.get("title"):

@@ -71,3 +71,41 @@ def test_settings_the_docs_state_in_prose_are_the_codes() -> None:
     for script in ("bench_seqplan.py", "bench_plan.py"):
         source = (ROOT / "benchmarks" / script).read_text(encoding="utf-8")
         assert re.search(r'effect="optimism_bias",\s*effect_size=0\.2,', source), script
+
+
+def _page(name: str) -> str:
+    return " ".join((ROOT / name).read_text(encoding="utf-8").split())
+
+
+def test_the_sequential_designs_arithmetic_and_settings_are_the_codes() -> None:
+    """docs/plan.md's sequential-design list: the p-value a bound needs and the permutations that reach it
+    (normal tail arithmetic), and the range of maximum sizes searched (``seqplan``'s settings)."""
+    import math
+
+    from scipy.stats import norm
+
+    from cogtestbed.validation.design import seqplan
+
+    text = _page("docs/plan.md")
+    assert "a Pocock bound of 2.4 needs p ≤ 0.016, i.e. B ≥ 60;" in text
+    assert "an O'Brien–Fleming first-look bound of 4.3 needs p ≤ 2·10⁻⁵, unreachable with B = 1,000" in text
+    assert "maximum sizes from 0.8× to 1.25× the fixed size" in text
+    pocock = 2 * norm.sf(2.4)
+    assert round(pocock, 3) == 0.016 and math.ceil(1 / pocock - 1) == 60  # p-value floor 1/(B+1) <= p
+    obf = 2 * norm.sf(4.3)
+    assert round(obf, 5) == 2e-5 and 1 / 1001 > obf
+    assert (seqplan.MIN_FACTOR, seqplan.MAX_FACTOR) == (0.8, 1.25)
+
+
+def test_the_declared_temporal_discounting_pair_is_the_codes() -> None:
+    """docs/plan.md's power-curve paragraph: the pair declared before (k 0.05 vs 0.3, deterministic scores 10 and
+    9) and the pair declared now (k 0.005 vs 0.8) are the experiment's."""
+    import cogtestbed as ct
+    from cogtestbed.inference.discounting import expected_score
+
+    text = _page("docs/plan.md")
+    assert "was k 0.05 vs 0.3, whose CogBench scores nearly coincide (10 and 9 without choice noise" in text
+    assert "It now compares k 0.005 vs 0.8:" in text
+    assert (expected_score(0.05)["score"], expected_score(0.3)["score"]) == (10.0, 9.0)
+    declared = [s for s in ct.get_experiment("temporal-discounting").studies if s.kind == "metric-power"]
+    assert [tuple(c["k"] for c in s.compare) for s in declared] == [(0.005, 0.8)]

@@ -93,7 +93,7 @@ def test_the_sequential_designs_arithmetic_and_settings_are_the_codes() -> None:
     pocock = 2 * norm.sf(2.4)
     assert round(pocock, 3) == 0.016 and math.ceil(1 / pocock - 1) == 60  # p-value floor 1/(B+1) <= p
     obf = 2 * norm.sf(4.3)
-    assert round(obf, 5) == 2e-5 and 1 / 1001 > obf
+    assert round(obf, 5) == 2e-5 and obf < 1 / 1001
     assert (seqplan.MIN_FACTOR, seqplan.MAX_FACTOR) == (0.8, 1.25)
 
 

@@ -10,10 +10,11 @@ files.
 
 A results file is a JSON object: ``command`` (the study's command line), ``date``, ``commit`` (the code that ran
 it), ``source`` (optional: where the figures were transcribed from, and by whom, when the study did not write the
-file itself), ``notes`` (optional text printed after the header), ``output`` (optional: the lines the command printed, as
-they are) and ``tables``: a list of objects with an optional
-``title``, ``columns`` (the header) and ``rows`` (lists of cells, strings as printed).  A table whose aligned text
-is wider than :data:`WIDTH` is printed one row a paragraph (``column: cell`` lines).
+file itself), ``notes`` (optional text printed after the header), ``output`` (optional: the lines the command
+printed, as they are) and ``tables``: a list of objects with an optional ``title``, ``columns`` (the header) and
+``rows`` (lists of cells, strings as printed).  A table whose aligned text is wider than :data:`WIDTH` is
+printed one row a paragraph (``column: cell`` lines).  A result that no script wrote is transcribed once, with
+its provenance; a study that is rerun writes its file (or the page shows the study's own output instead).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ WIDTH = 120
 
 def render(record: dict[str, Any]) -> str:
     """The text of a results file: its provenance, notes and tables."""
-    out = [_wrap(f"command: {record['command']}", "  "), _wrap(f"run: {record['date']} on commit {record['commit']}", "  ")]
+    out = [_wrap(f"command: {record['command']}", "  "),
+           _wrap(f"run: {record['date']} on commit {record['commit']}", "  ")]
     if record.get("source"):
         out.append(_wrap(f"transcribed: {record['source']}", "  "))
     if record.get("notes"):
@@ -55,9 +57,8 @@ def _table(columns: list[str], rows: list[list[str]]) -> str:
     """An aligned text table, or, when wider than :data:`WIDTH`, each row as ``column: cell`` lines."""
     widths = [max(len(str(c)) for c in column) for column in zip(columns, *rows, strict=True)]
     if sum(widths) + 2 * (len(widths) - 1) <= WIDTH:
-        lines = [columns, *rows]
         return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
-                         for line in lines)
+                         for line in [columns, *rows])
     blocks = []
     for row in rows:
         lines = [_wrap(f"- {row[0]}", "  ")]

@@ -109,3 +109,29 @@ def test_the_declared_temporal_discounting_pair_is_the_codes() -> None:
     assert (expected_score(0.05)["score"], expected_score(0.3)["score"]) == (10.0, 9.0)
     declared = [s for s in ct.get_experiment("temporal-discounting").studies if s.kind == "metric-power"]
     assert [tuple(c["k"] for c in s.compare) for s in declared] == [(0.005, 0.8)]
+
+
+def test_every_recorded_result_says_where_it_came_from_and_a_page_prints_it(tmp_path: Path) -> None:
+    """``benchmarks/studies/results/*.json`` (issue 72): each names its command, date and code, a page prints it
+    through ``recorded.py`` under a ``generated`` marker, and an unknown name is refused in one line (exit 2)."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "studies"))
+    import recorded
+
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+    files = sorted(recorded.RESULTS.glob("*.json"))
+    assert files
+    for path in files:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert all(record.get(k) for k in ("command", "date", "commit")), path.name
+        text = recorded.render(record)
+        assert text.startswith("command: ") and "\nrun: " in text
+        command = f"python benchmarks/studies/recorded.py {re.escape(path.stem)}"
+        shown = re.findall(command + r"\n```\n<!-- doc: generated -->\n```\n(.*?)\n```", pages, flags=re.S)
+        assert shown == [text] * len(shown) and shown, f"{path.name}: `make docs-figures` the page that prints it"
+    wide = recorded.render({"command": "c", "date": "d", "commit": "x",
+                            "tables": [{"columns": ["what", "result"], "rows": [["a", "0.5 " * 40]]}]})
+    assert "\n- a\n    result: 0.5" in wide  # a table wider than the page is printed a row a paragraph
+    assert recorded.main(["no-such-result"]) == 2

@@ -23,9 +23,15 @@ the block), a prose figure: on the comment lines right above its paragraph:
   SHELL``, e.g. ``2>&1 | grep -v ETA``: stderr too, less its progress lines), a
   picture is redrawn by the command its marker names (``<!-- doc: generated python benchmarks/... -->``) or
   else by the nearest ``bash`` block above it that names the picture's file;
-* ``<!-- doc: record DATE WHAT -->``: a historical record, a dated measurement of an earlier version
-  (timings, a run of a given commit); it counts only with a date (``2026-11-24`` or ``24 Nov 2026``), and
-  never stands for a claim about what the command prints today.
+* ``<!-- doc: timing DATE (commit X): WHAT -->``: a dated measurement of time, cost or size (CPU seconds,
+  memory, dollars, an install's size) on the code and machine of its day; it counts only with a date
+  (``2026-11-24`` or ``24 Nov 2026``) and never stands for a claim about what the command prints today.
+  Such figures vary with the machine and its load, so no test can hold them; a result (a rate, an estimate,
+  a power, a count a study prints) cannot be excused this way: it is ``checked`` or ``generated`` (a long
+  study writes its result to a committed file that ``python benchmarks/studies/recorded.py NAME`` prints
+  into a ``generated`` block).  The former ``<!-- doc: record ... -->`` marker no longer counts: it said
+  "historical" of results as well as of timings, and the lister cannot tell which a paragraph holds, so
+  the marker's author says which by choosing ``timing``.
 
 A figure also counts as checked when the picture's file name appears in ``tests/``, or when a test that names
 the page also holds most of the figure's decimal numbers (``0.912``, ``1.21``...).  Prints one line per
@@ -50,7 +56,7 @@ from doc_blocks import BLOCK_PAGES, Block, blocks, run_bash  # noqa: E402
 
 #: Lines between a picture and the command it stands beside.
 NEAR = 15
-CHECKED = re.compile(r"<!--\s*doc:\s*(checked|generated|record)\b\s*(.*?)\s*-->")
+CHECKED = re.compile(r"<!--\s*doc:\s*(checked|generated|timing|record)\b\s*(.*?)\s*-->")
 DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2}|\d{1,2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4})\b")
 COMMAND = re.compile(r"(^|`|\s)(cogtestbed |python benchmarks/|make )")
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+")
@@ -177,7 +183,9 @@ def _holds(line: str) -> bool:
         return False
     if found[1] == "checked":
         return _test_exists(found[2].split(" ", 1)[0])
-    return found[1] != "record" or DATE.search(found[2]) is not None
+    if found[1] == "timing":
+        return DATE.search(found[2]) is not None
+    return found[1] == "generated"  # a ``record`` no longer excuses a figure (see the module's docstring)
 
 
 def _test_exists(name: str) -> bool:

@@ -307,3 +307,67 @@ def test_a_study_writes_the_results_file_the_docs_print(tmp_path: Path) -> None:
     assert lines[0] == "demo: python benchmarks/studies/demo.py --n 3"
     assert re.match(r"  run \d{4}-\d{2}-\d{2}, commit [0-9a-f]{7,}(\+dirty)?; written by the study$", lines[1])
     assert lines[2:] == ["  power: 0.82 [0.70, 0.91]"]
+
+
+def _page(name: str) -> str:
+    return " ".join((ROOT / name).read_text(encoding="utf-8").split())
+
+
+def test_the_sequential_designs_arithmetic_and_settings_are_the_codes() -> None:
+    """docs/plan.md's sequential-design list: the p-value a bound needs and the permutations that reach it
+    (normal tail arithmetic), and the range of maximum sizes searched (``seqplan``'s settings)."""
+    import math
+
+    from scipy.stats import norm
+
+    from cogtestbed.validation.design import seqplan
+
+    text = _page("docs/plan.md")
+    assert "a Pocock bound of 2.4 needs p ≤ 0.016, i.e. B ≥ 60;" in text
+    assert "an O'Brien–Fleming first-look bound of 4.3 needs p ≤ 2·10⁻⁵, unreachable with B = 1,000" in text
+    assert "maximum sizes from 0.8× to 1.25× the fixed size" in text
+    pocock = 2 * norm.sf(2.4)
+    assert round(pocock, 3) == 0.016 and math.ceil(1 / pocock - 1) == 60  # p-value floor 1/(B+1) <= p
+    obf = 2 * norm.sf(4.3)
+    assert round(obf, 5) == 2e-5 and obf < 1 / 1001
+    assert (seqplan.MIN_FACTOR, seqplan.MAX_FACTOR) == (0.8, 1.25)
+
+
+def test_the_declared_temporal_discounting_pair_is_the_codes() -> None:
+    """docs/plan.md's power-curve paragraph: the pair declared before (k 0.05 vs 0.3, deterministic scores 10 and
+    9) and the pair declared now (k 0.005 vs 0.8) are the experiment's."""
+    import cogtestbed as ct
+    from cogtestbed.inference.discounting import expected_score
+
+    text = _page("docs/plan.md")
+    assert "was k 0.05 vs 0.3, whose CogBench scores nearly coincide (10 and 9 without choice noise" in text
+    assert "It now compares k 0.005 vs 0.8:" in text
+    assert (expected_score(0.05)["score"], expected_score(0.3)["score"]) == (10.0, 9.0)
+    declared = [s for s in ct.get_experiment("temporal-discounting").studies if s.kind == "metric-power"]
+    assert [tuple(c["k"] for c in s.compare) for s in declared] == [(0.005, 0.8)]
+
+
+def test_every_recorded_result_says_where_it_came_from_and_a_page_prints_it(tmp_path: Path) -> None:
+    """``benchmarks/studies/results/*.json`` (issue 72): each names its command, date and code, a page prints it
+    through ``recorded.py`` under a ``generated`` marker, and an unknown name is refused in one line (exit 2)."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "studies"))
+    import recorded
+
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+    files = sorted(recorded.RESULTS.glob("*.json"))
+    assert files
+    for path in files:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        assert all(record.get(k) for k in ("command", "date", "commit")), path.name
+        text = recorded.render(record)
+        assert text.startswith("command: ") and "\nrun: " in text
+        command = f"python benchmarks/studies/recorded.py {re.escape(path.stem)}"
+        shown = re.findall(command + r"\n```\n<!-- doc: generated -->\n```\n(.*?)\n```", pages, flags=re.S)
+        assert shown == [text] * len(shown) and shown, f"{path.name}: `make docs-figures` the page that prints it"
+    wide = recorded.render({"command": "c", "date": "d", "commit": "x",
+                            "tables": [{"columns": ["what", "result"], "rows": [["a", "0.5 " * 40]]}]})
+    assert "\n- a\n    result: 0.5" in wide  # a table wider than the page is printed a row a paragraph
+    assert recorded.main(["no-such-result"]) == 2

@@ -17,7 +17,8 @@ the CPU columns.
     python benchmarks/bench_seqplan.py --path-cost 20   # CPU s per simulated path of that 5-look plan
     python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1]
         # issue 54 item 4: the fixed plan vs plan --looks auto (whole processes): wall, CPU, subjects
-        # fitted, CPU per fitted subject, and the ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
+        # fitted, CPU per fitted subject, the chosen design's fresh type-I with its upper bound and MC SE, and the
+        # ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
     python benchmarks/bench_seqplan.py --profile-auto 200   # cProfile of plan --looks auto's search
 """
 
@@ -193,9 +194,24 @@ def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None)
                              f"{seq['units_simulated']:,} subjects fitted "
                              f"({1000 * seq['cpu_seconds'] / max(seq['units_simulated'], 1):.2f} CPU ms each)")
                 print(line, flush=True)
+                if "type1_check" in seq.get("null", {}):
+                    print(_auto_guarantees(seq), flush=True)
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
     print(f"auto / fixed: wall {med['auto'][0] / med['fixed'][0]:.2f}x, CPU {med['auto'][1] / med['fixed'][1]:.2f}x "
           f"(target: wall <= 2x on 2 idle cores; on a shared machine compare CPU)")
+
+
+def _auto_guarantees(seq: dict) -> str:
+    """The chosen design's fresh type-I error with its one-sided upper bound and MC SE, its fresh power,
+    and the statistic its studies simulated (issue 71: the guarantees the speed must keep)."""
+    chk, n, e = seq["null"]["type1_check"], seq["null"], seq["effect"]
+    d = seq["design"]
+    fit = d["statistic"].get("fit") or {}
+    return (f"  chosen {d['spending']} {len(d['sizes'])} looks to {d['sizes'][-1]}: "
+            f"fresh type-I {chk['rate']:.4f} ± {n['mc_se']:.4f} (one-sided 95% upper bound {chk['upper']:.4f}, "
+            f"{chk['sims']:,} fresh null studies; <= .05: {chk['upper'] <= 0.05}), power {e['rejection_rate']:.3f} ± "
+            f"{e['mc_se']:.3f}; statistic: per-subject MLE from {fit.get('start_grid_size', 'the full')} grid points, "
+            f"{fit.get('n_starts', 'the model')} starts")
 
 
 def main() -> None:

@@ -146,6 +146,7 @@ def _probit_fit(sizes: np.ndarray, hits: np.ndarray, reps: int) -> tuple[float, 
     """Binomial MLE of power(n) = Φ(a + b·√n) (b > 0 in practice: the normal-theory power curve of a
     test whose noncentrality grows with √n; Cohen 1988, ch. 2) from ``hits`` of ``reps`` per size."""
     from scipy.optimize import minimize
+    from scipy.special import log_ndtr  # what stats.norm.logcdf/logsf compute, without their per-call overhead
 
     x = np.sqrt(sizes.astype(float))
     p = np.clip(hits / reps, 0.5 / reps, 1 - 0.5 / reps)
@@ -153,7 +154,7 @@ def _probit_fit(sizes: np.ndarray, hits: np.ndarray, reps: int) -> tuple[float, 
 
     def nll(theta: np.ndarray) -> float:
         eta = theta[0] + theta[1] * x
-        return -float(np.sum(hits * stats.norm.logcdf(eta) + (reps - hits) * stats.norm.logsf(eta)))
+        return -float(np.sum(hits * log_ndtr(eta) + (reps - hits) * log_ndtr(-eta)))
 
     fit = minimize(nll, np.array([a0, b0]), method="Nelder-Mead", options={"xatol": 1e-7, "fatol": 1e-9})
     return float(fit.x[0]), float(fit.x[1])

@@ -269,7 +269,9 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     chosen, confirmed, conf_sims = _confirm(to_confirm(passing, target, sims), spec, null, sim, null_sims, dirn,
                                             level, target, binding, fair, say, second)
     subjects += conf_sims.subjects
-    extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs)}
+    coarse = fit != SubjectFit()
+    extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs, "the coarse-start"
+                                                        if coarse else "the fixed plan's")}
     if chosen is not None:
         fcols = [col[n] for n in fixed_sizes]
         pooled = np.vstack([cal.z[:, fcols], nul.z[:, fcols]])

@@ -270,9 +270,10 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
             "replicates": int(ok.sum()), "method": method}
 
 
-def assumptions(spec: PlannedStudy, trials: int | None, runs: int) -> list[str]:
+def assumptions(spec: PlannedStudy, trials: int | None, runs: int, fit: str = "the fixed plan's") -> list[str]:
     """The data-generating model every simulated calibration of this plan rests on (issue 47 item 3):
-    the bounds' level holds for studies drawn from it, not in general."""
+    the bounds' level holds for studies drawn from it, not in general (``fit``: whose per-subject MLE
+    the look statistic uses)."""
     out = []
     if isinstance(spec, PowerStudy):
         lapse = spec.lapse
@@ -280,7 +281,7 @@ def assumptions(spec: PlannedStudy, trials: int | None, runs: int) -> list[str]:
         out.append("lapses: " + (f"invalid {lapse.invalid:g}, random {lapse.random:g} per step" if lapse is not None
                                  and (lapse.invalid or lapse.random) else "none (every simulated answer follows the "
                                  "model)"))
-        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is the fixed plan's "
+        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is {fit} "
                    "per-subject MLE t-test on the subjects finished at the look")
     else:
         out.append(f"the simulated study as specified ({type(spec).__name__}): the agents and parameters named, "

@@ -130,3 +130,20 @@ def test_auto_plan_type1_bound_held_on_more_fresh_nulls() -> None:
     op = operate(strip_futility(chosen.bounds), nul.z, nul.est, range(len(sizes)), direction(spec), None)
     more = type1_check(int(op.rejected.sum()), op.sims, 0.05)
     assert more["sims"] == 2000 and more["upper"] <= 0.05, more
+
+
+def test_record_fit_names_the_statistic_in_plan_json_and_the_text() -> None:
+    """``plan --looks auto``'s section records the fit in the design's statistic (what ``run --plan`` reads),
+    says it in the note and the text's ``statistic:`` line; a plan without a design still says it."""
+    from cogtestbed.validation.design.seqauto import auto_lines, record_fit
+
+    spec = _spec(0.2, 0)
+    seq = {"design": {"statistic": {"kind": "power"}}, "note": "Z_k from the fixed plan's test", "null": {},
+           "auto": {"searched": {"rules": 10, "looks": [2, 3], "spending": ["pocock"], "maximum_sizes": [4, 8],
+                                 "effect_sims": 5, "null_sims": 5, "analytic": 1, "passing": 0}, "confirmed": []}}
+    record_fit(seq, spec)
+    assert seq["design"]["statistic"]["fit"]["start_grid_size"] == 64 and "coarse-start" in seq["note"]
+    assert any(line.startswith("  statistic: per-subject MLE from a 64-point") for line in auto_lines(seq))
+    bare = {"auto": {}}
+    record_fit(bare, spec)
+    assert "64-point start grid" in bare["auto"]["fit"]

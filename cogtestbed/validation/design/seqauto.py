@@ -26,6 +26,9 @@ The search (Jennison & Turnbull 2000, ch. 7, for the designs; the search is the 
   count); the first :data:`CONFIRM` are then *confirmed* on fresh studies under the effect and fresh
   null studies never used in the search, in that order, and the first that keeps type-I error ≤ α
   (point estimate) and power ≥ target there is chosen.  Its reported error rates are the fresh ones.
+* **Statistic** (issue 71): a model target's simulated subjects are fitted by the coarse-start MLE of
+  :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT` (recorded in the design's ``statistic.fit``, which
+  ``run --plan``'s looks compute); every set of studies and the fair comparator use it.
 * **Fair comparator**: the fixed design at equal type-I error — the fixed plan's test at each size,
   its critical value in the effect's direction calibrated on the *same* calibration null studies to
   α/2 (the other direction analytic, as for the sequential design), so both designs spend α exactly;
@@ -618,6 +621,9 @@ def record_fit(seq: dict[str, Any], spec: PlannedStudy) -> None:
     model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
     if "statistic" in seq.get("design", {}):
         seq["design"]["statistic"]["fit"] = AUTO_FIT.record(model)
+    if isinstance(seq.get("note"), str):
+        seq["note"] += ("; the fixed plan's test here (and the fair comparator's) is on the coarse-start per-subject "
+                        "MLE of the design's statistic.fit")
     seq["auto"]["fit"] = AUTO_FIT.words(model)
 
 

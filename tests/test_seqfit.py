@@ -140,9 +140,10 @@ def test_record_fit_names_the_statistic_in_plan_json_and_the_text() -> None:
     from cogtestbed.validation.design.seqauto import auto_lines, record_fit
 
     spec = _spec(0.2, 0)
-    seq: dict[str, Any] = {"design": {"statistic": {"kind": "power"}}, "note": "Z_k from the fixed plan's test", "null": {},
-           "auto": {"searched": {"rules": 10, "looks": [2, 3], "spending": ["pocock"], "maximum_sizes": [4, 8],
-                                 "effect_sims": 5, "null_sims": 5, "analytic": 1, "passing": 0}, "confirmed": []}}
+    searched = {"rules": 10, "looks": [2, 3], "spending": ["pocock"], "maximum_sizes": [4, 8], "effect_sims": 5,
+                "null_sims": 5, "analytic": 1, "passing": 0}
+    seq: dict[str, Any] = {"design": {"statistic": {"kind": "power"}}, "note": "Z_k from the fixed plan's test",
+                           "null": {}, "auto": {"searched": searched, "confirmed": []}}
     record_fit(seq, spec)
     assert seq["design"]["statistic"]["fit"]["start_grid_size"] == 64 and "coarse-start" in seq["note"]
     assert any(line.startswith("  statistic: per-subject MLE from a 64-point") for line in auto_lines(seq))

@@ -17,14 +17,17 @@ the CPU columns.
     python benchmarks/bench_seqplan.py --path-cost 20   # CPU s per simulated path of that 5-look plan
     python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1]
         # issue 54 item 4: the fixed plan vs plan --looks auto (whole processes): wall, CPU, subjects
-        # fitted, CPU per fitted subject, and the ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
+        # fitted, CPU per fitted subject, the chosen design's fresh type-I with its upper bound and MC SE, and the
+        # ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
     python benchmarks/bench_seqplan.py --profile-auto 200   # cProfile of plan --looks auto's search
+    python benchmarks/bench_seqplan.py --fits 1500   # issue 71: per-subject statistics auto could simulate, compared
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -193,9 +196,83 @@ def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None)
                              f"{seq['units_simulated']:,} subjects fitted "
                              f"({1000 * seq['cpu_seconds'] / max(seq['units_simulated'], 1):.2f} CPU ms each)")
                 print(line, flush=True)
+                if "type1_check" in seq.get("null", {}):
+                    print(_auto_guarantees(seq), flush=True)
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
     print(f"auto / fixed: wall {med['auto'][0] / med['fixed'][0]:.2f}x, CPU {med['auto'][1] / med['fixed'][1]:.2f}x "
           f"(target: wall <= 2x on 2 idle cores; on a shared machine compare CPU)")
+
+
+def fits(n: int) -> None:
+    """The per-subject statistics ``plan --looks auto`` could simulate (issue 71), on the same ``n`` simulated
+    96-trial RW± subjects under the null and ``n`` under optimism bias 0.2: CPU ms a subject, the share within
+    1e-3 of the full fitter's contrast, the null and effect means and the standardized effect (what the t-test's
+    power rests on): the full fitter, coarse-start MLEs (grid nodes a parameter x BFGS starts; ``AUTO_FIT`` is
+    4 x 2), and grid posterior means of the contrast (no per-subject optimisation: the NLL on the grid alone)."""
+    import time
+
+    import numpy as np
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.seqfit import AUTO_FIT, FULL_FIT, SubjectFit
+    from cogtestbed.validation.design.seqsim import _chunk_table, subject_contrasts
+    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+    exp = get_experiment("instrumental-learning")
+    model = exp.model("rw-pm")
+    design = design_for_trials(exp, 96, {})
+
+    def grid_mean(g: int):  # type: ignore[no-untyped-def]
+        def run(spec, table):  # type: ignore[no-untyped-def]
+            m = SubjectFit(g, 1).fitter(model)
+            grid, data = m.start_grid(), m.subject_data(table)
+            names = model.parameters.names
+            c = np.asarray(model.contrast("optimism_bias", {p: grid[:, i] for i, p in enumerate(names)}))
+            out = np.full(n, np.nan)
+            for k, d in data.items():
+                nll = m.nll_many(grid, d)
+                w = np.exp(-(nll - nll.min()))
+                out[int(str(k))] = float(w @ c / w.sum())
+            return out
+        return run
+
+    rows = {"full MLE (9^3 grid, 8 starts)": FULL_FIT, "auto MLE (4^3 grid, 2 starts)": AUTO_FIT,
+            "MLE 4^3 grid, 1 start": SubjectFit(4, 1), "MLE 5^3 grid, 2 starts": SubjectFit(5, 2),
+            "grid posterior mean 4^3": grid_mean(4), "grid posterior mean 9^3": grid_mean(9)}
+    got: dict[tuple[str, float], tuple[np.ndarray, float]] = {}
+    for es in (0.0, 0.2):
+        spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                          effect_size=es, seed=0, trials=(96,))
+        assert isinstance(spec, PowerStudy)
+        table = _chunk_table(spec, exp, model, design, 1, n, np.random.SeedSequence(200 + int(es * 10)))
+        for name, how in rows.items():
+            start = time.process_time()
+            v = (subject_contrasts(spec, model, table, n, fit=how)
+                 if isinstance(how, SubjectFit) else how(spec, table))
+            got[(name, es)] = (v, 1000 * (time.process_time() - start) / n)
+    f0, f1 = got[(next(iter(rows)), 0.0)][0], got[(next(iter(rows)), 0.2)][0]
+    print(f"{n} null and {n} effect subjects (96 trials; load {os.getloadavg()[0]:.1f})")
+    for name in rows:
+        (v0, c0), (v1, c1) = got[(name, 0.0)], got[(name, 0.2)]
+        agree = np.mean(np.r_[np.abs(v0 - f0), np.abs(v1 - f1)] <= 1e-3)
+        sd = math.sqrt((v0.var() + v1.var()) / 2)
+        print(f"{name:31s} {(c0 + c1) / 2:6.3f} CPU ms  within 1e-3 of full {agree:6.1%}  null mean {v0.mean():+.4f}  "
+              f"effect mean {v1.mean():+.4f}  standardized effect {(v1.mean() - v0.mean()) / sd:.3f}")
+
+
+def _auto_guarantees(seq: dict) -> str:
+    """The chosen design's fresh type-I error with its one-sided upper bound and MC SE, its fresh power,
+    and the statistic its studies simulated (issue 71: the guarantees the speed must keep)."""
+    chk, n, e = seq["null"]["type1_check"], seq["null"], seq["effect"]
+    d = seq["design"]
+    fit = d["statistic"].get("fit") or {}
+    return (f"  chosen {d['spending']} {len(d['sizes'])} looks to {d['sizes'][-1]}: "
+            f"fresh type-I {chk['rate']:.4f} ± {n['mc_se']:.4f} (one-sided 95% upper bound {chk['upper']:.4f}, "
+            f"{chk['sims']:,} fresh null studies; <= .05: {chk['upper'] <= 0.05}), power {e['rejection_rate']:.3f} ± "
+            f"{e['mc_se']:.3f}; statistic: per-subject MLE from {fit.get('start_grid_size', 'the full')} grid points, "
+            f"{fit.get('n_starts', 'the model')} starts")
 
 
 def main() -> None:
@@ -208,6 +285,9 @@ def main() -> None:
         ap.add_argument("--null-sims", type=int, default=None)
         o = ap.parse_args()
         auto(o.rounds, o.workers, o.seq_sims, o.null_sims)
+        return
+    if sys.argv[1:2] == ["--fits"]:
+        fits(int(sys.argv[2]) if len(sys.argv) > 2 else 1500)
         return
     if sys.argv[1:2] == ["--profile-auto"]:
         profile_auto(int(sys.argv[2]) if len(sys.argv) > 2 else 200)

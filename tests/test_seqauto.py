@@ -159,6 +159,9 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
     if seq["design"]["futility"] is not None:
         assert seq["null"]["type1_futility"].startswith("futility stops ignored")
     checked_sequential(plan.payload["run"]["sequential"], "plan.json")
+    # issue 71: the statistic simulated is the coarse-start MLE, recorded for the run's looks and printed
+    assert plan.payload["run"]["sequential"]["statistic"]["fit"]["start_grid_size"] == 64
+    assert any(line.startswith("  statistic: per-subject MLE from a 64-point") for line in seq["auto"]["lines"])
 
 
 def test_output_names_bounds_method_and_futility_rule() -> None:

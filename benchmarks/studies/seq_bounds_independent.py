@@ -5,7 +5,8 @@
 subjects; the Gaussian robustness row).  This script checks them with none of the package's sequential
 code (no ``seqplan``/``seqsim``/``seqpaths``/``seqauto``/``seqfair``): the package only generates the data
 and fits each subject (``power_parameters`` → ``simulate_model`` → ``fit_mle``: the model the plan states
-it rests on); the t-test at each look, the Z of its p-value, the crossing rules and the Monte-Carlo loop
+it rests on, searched as plan.json's ``statistic.fit`` records, through ``seqfit.fit_of``: issue 71); the
+t-test at each look, the Z of its p-value, the crossing rules and the Monte-Carlo loop
 are written here, and the Gaussian check is a multivariate-normal rectangle probability (Genz's
 algorithm, ``scipy.stats.multivariate_normal.cdf``), not a simulation.
 
@@ -65,7 +66,8 @@ def from_plan(path: Path) -> dict[str, Any]:
     seq = d["sequential"]
     des = seq["design"]
     gauss = [r for r in seq["robustness"]["rows"] if r["alternative"].startswith("Gaussian")]
-    return {"study": d["study"], "sizes": des["sizes"], "efficacy": des["efficacy"],
+    return {"study": d["study"], "fit": (des.get("statistic") or {}).get("fit"), "sizes": des["sizes"],
+            "efficacy": des["efficacy"],
             "efficacy_other": des["efficacy_other"] or des["efficacy"], "futility": des["futility"],
             "direction": des["direction"],
             "reported": {"type1": (seq["null"]["type1_check"]["hits"], seq["null"]["type1_check"]["sims"]),
@@ -76,10 +78,13 @@ def from_plan(path: Path) -> dict[str, Any]:
                          "gaussian_type1": (gauss[0]["hits"], gauss[0]["sims"]) if gauss else None}}
 
 
-def contrasts(study: dict[str, Any], effect: float, n_top: int, block: int, reps: int) -> np.ndarray:
+def contrasts(study: dict[str, Any], effect: float, n_top: int, block: int, reps: int,
+              fit: dict[str, Any] | None = None) -> np.ndarray:
     """``reps`` studies × ``n_top`` subjects' α̂⁺ − α̂⁻ (NaN where a subject has no fit), drawn and fitted by
-    the package's data layer (module docstring)."""
+    the package's data layer (module docstring); ``fit``: the per-subject search the plan recorded
+    (``statistic.fit``: its start grid and BFGS starts, issue 71), else the model's own."""
     from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.seqfit import fit_of
     from cogtestbed.validation.studies.model_studies import power_parameters
     from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
     from cogtestbed.validation.studies.study_kinds import load_study
@@ -92,7 +97,7 @@ def contrasts(study: dict[str, Any], effect: float, n_top: int, block: int, reps
     param_seq, sim_seq = np.random.SeedSequence([SEED, int(effect != 0), block]).spawn(2)
     true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
     table = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, spec.runs[0])
-    fits = model.fit_mle(table)
+    fits = fit_of({"fit": fit}).fitter(model).fit_mle(table)
     values = np.full(n, np.nan)
     values[fits["subject"].to_numpy(int)] = (fits["alpha_pos"] - fits["alpha_neg"]).to_numpy(float)
     return values.reshape(reps, n_top)
@@ -138,7 +143,7 @@ def gaussian_type1(plan: dict[str, Any]) -> float:
 
 def _block(args: tuple[dict[str, Any], float, int, int]) -> np.ndarray:
     plan, effect, block, reps = args
-    return look_z(contrasts(plan["study"], effect, plan["sizes"][-1], block, reps), plan["sizes"])
+    return look_z(contrasts(plan["study"], effect, plan["sizes"][-1], block, reps, plan.get("fit")), plan["sizes"])
 
 
 def paths(plan: dict[str, Any], effect: float, studies: int, workers: int) -> np.ndarray:
@@ -173,7 +178,8 @@ def main() -> None:
     plan = PUBLISHED if a.plan is None else from_plan(a.plan)
     rep = plan["reported"]
     start, cpu = time.perf_counter(), _cpu()
-    print(f"bounds: {len(plan['sizes'])} looks at {plan['sizes']}, from {a.plan or 'docs/results/plan.md (PUBLISHED)'}")
+    print(f"bounds: {len(plan['sizes'])} looks at {plan['sizes']}, from {a.plan or 'docs/results/plan.md (PUBLISHED)'}"
+          f"; subjects fitted by {plan.get('fit') or 'the model own MLE search'}")
     g = gaussian_type1(plan)
     if rep["gaussian_type1"]:
         h, n = rep["gaussian_type1"]

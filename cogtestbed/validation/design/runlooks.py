@@ -48,8 +48,10 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
 
 
 def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -> dict[str, Any]:
-    """The one-sample t-test on per-subject MLEs of the contrast (a model-effect plan's look)."""
+    """The one-sample t-test on per-subject MLEs of the contrast (a model-effect plan's look), each
+    searched for as the plan simulated it (``statistic.fit``: :func:`~cogtestbed.validation.design.seqfit.fit_of`)."""
     from cogtestbed.inference.base import with_lapse
+    from cogtestbed.validation.design.seqfit import fit_of
 
     model = exp.model(stat["model"])
     if not part["valid"].any():  # nothing to fit: no evidence (Z taken as 0 by the rule)
@@ -57,7 +59,8 @@ def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -
                 "reason": f"no valid trial among the first {units} subjects"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fits = with_lapse(model, stat.get("lapse_fit")).fit_mle(part).sort_values("subject", kind="stable")
+        fitter = fit_of(stat).fitter(with_lapse(model, stat.get("lapse_fit")))
+        fits = fitter.fit_mle(part).sort_values("subject", kind="stable")
     values = np.asarray(model.contrast(stat["effect"], {p: fits[p].to_numpy(float)
                                                         for p in model.parameters.names}), float)
     # a plan written before the one-sample null was recorded tested the natural-scale contrast against 0

@@ -26,6 +26,9 @@ The search (Jennison & Turnbull 2000, ch. 7, for the designs; the search is the 
   count); the first :data:`CONFIRM` are then *confirmed* on fresh studies under the effect and fresh
   null studies never used in the search, in that order, and the first that keeps type-I error ≤ α
   (point estimate) and power ≥ target there is chosen.  Its reported error rates are the fresh ones.
+* **Statistic** (issue 71): a model target's simulated subjects are fitted by the coarse-start MLE of
+  :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT` (recorded in the design's ``statistic.fit``, which
+  ``run --plan``'s looks compute); every set of studies and the fair comparator use it.
 * **Fair comparator**: the fixed design at equal type-I error — the fixed plan's test at each size,
   its critical value in the effect's direction calibrated on the *same* calibration null studies to
   α/2 (the other direction analytic, as for the sequential design), so both designs spend α exactly;
@@ -59,6 +62,7 @@ from cogtestbed.validation.design.seqfair import (
     type1_check,
     type1_words,
 )
+from cogtestbed.validation.design.seqfit import AUTO_FIT, SubjectFit
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
     Candidate,
@@ -222,11 +226,12 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
               workers: int = 1, null_agent: str | None = None, null_sims: int | None = None, binding: bool = False,
               say: Callable[[str], None] | None = None, looks: Sequence[int] = LOOKS,
               families: Sequence[str] = FAMILIES, futility: Sequence[bool] = (False, True),
-              max_factor: float = MAX_FACTOR) -> AutoResult:
+              max_factor: float = MAX_FACTOR, fit: SubjectFit = AUTO_FIT) -> AutoResult:
     """Search looks × spending × futility × maximum size for the cheapest expected design under the
     target effect that keeps type-I error ≤ α and power ≥ ``target``, confirmed on fresh studies
     (module docstring).  ``sims`` studies under the effect and ``null_sims`` (default ``max(1000,
-    sims)``) null studies per set."""
+    sims)``) null studies per set; every simulated subject fitted by ``fit`` (model targets: the statistic
+    the plan records for its run, :mod:`~cogtestbed.validation.design.seqfit`)."""
     from cogtestbed.timings import cpu_seconds
     from cogtestbed.validation.design.seqplan import MIN_NULL_SIMS
     from cogtestbed.validation.design.seqsim import Simulator
@@ -250,7 +255,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
         f"once each up to {n_top} units; every rule ({len(looks)} look counts x {len(families)} spending "
         f"functions x futility {'on/off' if len(futility) > 1 else ('on' if futility[0] else 'off')}) applied "
         "to the same studies, then the best confirmed on fresh studies")
-    sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4))
+    sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4), fit=fit)
     null = null_spec(spec, null_agent)
     sim.label = "sequential search: studies under the effect"
     (eff,) = sim.run([(spec, 0, None)])
@@ -267,7 +272,9 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     chosen, confirmed, conf_sims = _confirm(to_confirm(passing, target, sims), spec, null, sim, null_sims, dirn,
                                             level, target, binding, fair, say, second)
     subjects += conf_sims.subjects
-    extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs)}
+    coarse = fit != SubjectFit()
+    extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs, "the coarse-start"
+                                                        if coarse else "the fixed plan's")}
     if chosen is not None:
         fcols = [col[n] for n in fixed_sizes]
         pooled = np.vstack([cal.z[:, fcols], nul.z[:, fcols]])
@@ -590,6 +597,7 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     seq = fair_payload(result, res, fair, pricer, exp, futility, binding)
     seq["auto"] = {"searched": auto.searched, "confirmed": auto.confirmed,
                    "fair_fixed": {k: v for k, v in fair.items() if k != "rows"}, "fixed_by_size": fair["rows"]}
+    record_fit(seq, spec)
     if res.chosen is not None:
         honest_figures(seq, auto, res, result, spec.level, spec.seed)
     seq["auto"]["lines"] = auto_lines(seq)
@@ -600,6 +608,23 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
                          f"no rule of the {auto.searched['rules']} searched reaches power {result.target:g} with "
                          "type-I error <= alpha")
     return res, seq
+
+
+def record_fit(seq: dict[str, Any], spec: PlannedStudy) -> None:
+    """A model target's per-subject fit (:data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`) into the
+    design's statistic, which ``run --plan``'s looks then compute (``statistic.fit``), and its report line."""
+    if not isinstance(spec, PowerStudy):
+        return
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.study_data import fitted_model
+
+    model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
+    if "statistic" in seq.get("design", {}):
+        seq["design"]["statistic"]["fit"] = AUTO_FIT.record(model)
+    if isinstance(seq.get("note"), str):
+        seq["note"] += ("; the fixed plan's test here (and the fair comparator's) is on the coarse-start per-subject "
+                        "MLE of the design's statistic.fit")
+    seq["auto"]["fit"] = AUTO_FIT.words(model)
 
 
 def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult, result: Any, level: float,
@@ -649,6 +674,8 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
            f"analytic bounds); {a['passing']:,} met alpha and power"
            + (f"; every rule and the fixed comparator calibrated to level {level:.4f} (alpha less a margin "
               "for the calibration's MC error)" if level is not None else "")]
+    if seq["auto"].get("fit"):
+        out.append(f"  statistic: {seq['auto']['fit']}")
     out += [f"  note: {e}" for e in a.get("edges", [])]
     if pick is not None:
         out.append(f"  chosen: the search's #{pick + 1} of {len(conf)}, each re-calibrated on the search null studies "

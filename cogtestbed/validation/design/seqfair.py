@@ -146,6 +146,7 @@ def _probit_fit(sizes: np.ndarray, hits: np.ndarray, reps: int) -> tuple[float, 
     """Binomial MLE of power(n) = Φ(a + b·√n) (b > 0 in practice: the normal-theory power curve of a
     test whose noncentrality grows with √n; Cohen 1988, ch. 2) from ``hits`` of ``reps`` per size."""
     from scipy.optimize import minimize
+    from scipy.special import log_ndtr  # what stats.norm.logcdf/logsf compute, without their per-call overhead
 
     x = np.sqrt(sizes.astype(float))
     p = np.clip(hits / reps, 0.5 / reps, 1 - 0.5 / reps)
@@ -153,7 +154,7 @@ def _probit_fit(sizes: np.ndarray, hits: np.ndarray, reps: int) -> tuple[float, 
 
     def nll(theta: np.ndarray) -> float:
         eta = theta[0] + theta[1] * x
-        return -float(np.sum(hits * stats.norm.logcdf(eta) + (reps - hits) * stats.norm.logsf(eta)))
+        return -float(np.sum(hits * log_ndtr(eta) + (reps - hits) * log_ndtr(-eta)))
 
     fit = minimize(nll, np.array([a0, b0]), method="Nelder-Mead", options={"xatol": 1e-7, "fatol": 1e-9})
     return float(fit.x[0]), float(fit.x[1])
@@ -269,9 +270,10 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
             "replicates": int(ok.sum()), "method": method}
 
 
-def assumptions(spec: PlannedStudy, trials: int | None, runs: int) -> list[str]:
+def assumptions(spec: PlannedStudy, trials: int | None, runs: int, fit: str = "the fixed plan's") -> list[str]:
     """The data-generating model every simulated calibration of this plan rests on (issue 47 item 3):
-    the bounds' level holds for studies drawn from it, not in general."""
+    the bounds' level holds for studies drawn from it, not in general (``fit``: whose per-subject MLE
+    the look statistic uses)."""
     out = []
     if isinstance(spec, PowerStudy):
         lapse = spec.lapse
@@ -279,7 +281,7 @@ def assumptions(spec: PlannedStudy, trials: int | None, runs: int) -> list[str]:
         out.append("lapses: " + (f"invalid {lapse.invalid:g}, random {lapse.random:g} per step" if lapse is not None
                                  and (lapse.invalid or lapse.random) else "none (every simulated answer follows the "
                                  "model)"))
-        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is the fixed plan's "
+        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is {fit} "
                    "per-subject MLE t-test on the subjects finished at the look")
     else:
         out.append(f"the simulated study as specified ({type(spec).__name__}): the agents and parameters named, "

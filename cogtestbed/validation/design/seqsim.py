@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from cogtestbed.validation.design.seqfit import FULL_FIT, SubjectFit
 from cogtestbed.validation.design.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
 from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
@@ -119,12 +120,14 @@ def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int,
     return simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
 
 
-def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None) -> np.ndarray:
+def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None,
+                      fit: SubjectFit = FULL_FIT) -> np.ndarray:
     """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids
     0..n−1) on the one-sample test's scale, less its value before the effect
     (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`); NaN for a subject
     without a valid trial (as the run's look has no estimate for it).  ``null``: the one-sample
-    null when the caller has it (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`)."""
+    null when the caller has it (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`);
+    ``fit``: how each estimate is searched for (:mod:`~cogtestbed.validation.design.seqfit`)."""
     from cogtestbed.validation.studies.model_studies import one_sample_values
     from cogtestbed.validation.studies.study_data import fitted_model
 
@@ -133,7 +136,7 @@ def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: fl
         return values
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fits = fitted_model(spec, model).fit_mle(table)
+        fits = fit.fitter(fitted_model(spec, model)).fit_mle(table)
     assert spec.effect is not None
     contrast = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names}, null)
     values[fits["subject"].to_numpy(int)] = np.asarray(contrast, float)
@@ -158,10 +161,11 @@ class Paths:
 
 
 def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
-                rule: Rule | None, seed: int, stream: int, block: int, reps: int, width: int) -> Paths:
+                rule: Rule | None, seed: int, stream: int, block: int, reps: int, width: int,
+                fit: SubjectFit = FULL_FIT) -> Paths:
     """``reps`` replicates of a model-effect study, extended ``width`` subjects at a time while a
-    candidate of ``rule`` still runs them (``rule`` None: to ``n_top``); random numbers from
-    ``SeedSequence([seed, 7919, stream, block, step])``."""
+    candidate of ``rule`` still runs them (``rule`` None: to ``n_top``), each subject fitted by
+    ``fit``; random numbers from ``SeedSequence([seed, 7919, stream, block, step])``."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.model_studies import one_sample_null
     from cogtestbed.validation.studies.study_data import design_for_trials
@@ -181,7 +185,7 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
         n = rows.size * (upto - have)
         table = _chunk_table(spec, exp, model, design, runs, n,
                              np.random.SeedSequence([seed, 7_919, stream, block, step]))
-        fresh = subject_contrasts(spec, model, table, n, null).reshape(rows.size, upto - have)
+        fresh = subject_contrasts(spec, model, table, n, null, fit).reshape(rows.size, upto - have)
         values[rows, have:upto] = fresh
         finite = fresh[np.isfinite(fresh)]
         out.total, out.count = out.total + float(finite.sum()), out.count + int(finite.size)
@@ -218,6 +222,8 @@ class Simulator:
     #: every replicate extended to ``n_top`` whatever the rule (model targets: the fair fixed comparator
     #: is tested at every size, so no path may stop where the procedure stops)
     whole: bool = False
+    #: how each simulated subject is fitted (model targets; :mod:`~cogtestbed.validation.design.seqfit`)
+    fit: SubjectFit = FULL_FIT
 
     def run(self, jobs: Sequence[tuple[PlannedStudy, int, Rule | None]]) -> list[Paths]:
         """Each job's (study, seed stream, rule) paths: ``sims`` replicates each."""
@@ -269,7 +275,7 @@ class Simulator:
         if isinstance(spec, PowerStudy):
             rule = None if self.whole else rule
             return [(model_block, (payload, self.trials, self.runs, self.n_top, self.sizes, rule, self.seed, stream,
-                                   b // BLOCK, min(BLOCK, self.sims - b), self.width)) for b in blocks]
+                                   b // BLOCK, min(BLOCK, self.sims - b), self.width, self.fit)) for b in blocks]
         # a whole path's random numbers are its own (seeded by its index), so these blocks can be small:
         # the heartbeat's count and ETA move every PATH_BLOCK paths
         return [(_full_block, (payload, self.trials, self.runs, self.n_top, self.sizes, self.seed, stream,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -76,7 +77,7 @@ def test_settings_the_docs_state_in_prose_are_the_codes() -> None:
         assert re.search(r'effect="optimism_bias",\s*effect_size=0\.2,', source), script
 
 
-# ------------------------------------------------------------------ study records (benchmarks/records/results)
+# ------------------------------------------------- recorded results (benchmarks/studies/results, recorded.py)
 RECORD_TEST = "tests/test_doc_prose_figures.py::test_prose_figures_are_in_their_study_record"
 RECORD_MARKER = re.compile(r"<!--\s*doc:\s*checked\s+" + re.escape(RECORD_TEST) + r"\s+(\S+)\s*-->")
 
@@ -112,23 +113,30 @@ def _not_recorded(paragraph: str, printed: str) -> list[str]:
     return [n for n in _prose_numbers(paragraph) if not _same_at_precision(n, DECIMAL.findall(printed))]
 
 
+def _recorded() -> Any:
+    """``benchmarks/studies/recorded.py``, the printer of the results files."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "studies"))
+    import recorded
+
+    return recorded
+
+
 @pytest.mark.parametrize(("page", "line", "name"), _record_quotes(),
                          ids=[f"{p}:{n}" for p, _, n in _record_quotes()])
 def test_prose_figures_are_in_their_study_record(page: str, line: int, name: str) -> None:
     """A paragraph quoting a study too long to rerun for the docs quotes only figures its results file holds, and
-    the page shows what ``python benchmarks/study_record.py NAME`` prints (``make docs-figures`` writes it)."""
-    from study_record import render
-
+    the page shows what ``python benchmarks/studies/recorded.py NAME`` prints (``make docs-figures`` writes it)."""
+    recorded = _recorded()
     lines = (ROOT / page).read_text(encoding="utf-8").splitlines()
     names = name.split(",")
-    printed = "\n".join(render(n) for n in names)
+    printed = [recorded.render(recorded.load(n)) for n in names]
     paragraph = _quoted_paragraph(lines, line)
     assert DECIMAL.findall(paragraph), f"{page}:{line}: the paragraph under the marker quotes no figure"
-    assert _not_recorded(paragraph, printed) == []
-    command = f"python benchmarks/study_record.py {' '.join(names)}"
-    shown = f"```bash\n{command}\n```\n<!-- doc: generated -->\n```\n{printed}\n```"
-    assert shown in "\n".join(lines), f"{page} does not show `study_record.py {name}`'s output: run " \
-                                      f"python benchmarks/docs_figures.py --write {page} --match {names[0]}"
+    assert _not_recorded(paragraph, "\n".join(printed)) == []
+    for n, text in zip(names, printed, strict=True):
+        shown = f"```bash\npython benchmarks/studies/recorded.py {n}\n```\n<!-- doc: generated -->\n```\n{text}\n```"
+        assert shown in "\n".join(lines), f"{page} does not show `recorded.py {n}`'s output: run " \
+                                          f"python benchmarks/docs_figures.py --write {page} --match {n}"
 
 
 def test_a_figure_its_record_does_not_hold_fails() -> None:
@@ -282,31 +290,15 @@ def test_spektor_identification_figures_are_what_fit_prints(tmp_path: Path) -> N
     assert _not_printed(paragraph, printed) == []
 
 
-def test_study_record_prints_its_provenance_and_refuses_an_unknown_name(capsys: pytest.CaptureFixture[str]) -> None:
-    import study_record
-
-    assert study_record.main(["unequal-trials-pools"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("unequal-trials-pools: python benchmarks/studies/unequal_trials_pools.py")
-    assert "commit e0b22a6" in out[1] and "transcribed once" in out[1]
-    assert study_record.main(["no-such-study"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: no-such-study: no results file")
-    names = set(study_record.RESULTS.glob("*.json"))
-    assert {p.stem for p in names} == {n for _, _, ns in _record_quotes() for n in ns.split(",")}, \
-        "a results file no page quotes, or a quote of a missing file"
-
-
 def test_a_study_writes_the_results_file_the_docs_print(tmp_path: Path) -> None:
-    import study_record
-
-    path = study_record.write("demo", "python benchmarks/studies/demo.py --n 3", [("power", "0.82 [0.70, 0.91]")],
-                              folder=tmp_path)
+    recorded = _recorded()
+    path = recorded.write("demo", "python benchmarks/studies/demo.py --n 3",
+                          [recorded.figures([("power", "0.82 [0.70, 0.91]")])], folder=tmp_path)
     assert path == tmp_path / "demo.json"
-    lines = study_record.render("demo", folder=tmp_path).splitlines()
-    assert lines[0] == "demo: python benchmarks/studies/demo.py --n 3"
-    assert re.match(r"  run \d{4}-\d{2}-\d{2}, commit [0-9a-f]{7,}(\+dirty)?; written by the study$", lines[1])
-    assert lines[2:] == ["  power: 0.82 [0.70, 0.91]"]
+    lines = recorded.render(recorded.load("demo", folder=tmp_path)).splitlines()
+    assert lines[0] == "command: python benchmarks/studies/demo.py --n 3"
+    assert re.match(r"run: \d{4}-\d{2}-\d{2} on commit [0-9a-f]{7,}(\+dirty)?$", lines[1])
+    assert lines[2:] == ["", "figure  value", "power   0.82 [0.70, 0.91]"]
 
 
 def _page(name: str) -> str:
@@ -347,15 +339,13 @@ def test_the_declared_temporal_discounting_pair_is_the_codes() -> None:
     assert [tuple(c["k"] for c in s.compare) for s in declared] == [(0.005, 0.8)]
 
 
-def test_every_recorded_result_says_where_it_came_from_and_a_page_prints_it(tmp_path: Path) -> None:
+def test_every_recorded_result_says_where_it_came_from_and_a_page_prints_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
     """``benchmarks/studies/results/*.json`` (issue 72): each names its command, date and code, a page prints it
     through ``recorded.py`` under a ``generated`` marker, and an unknown name is refused in one line (exit 2)."""
     import json
-    import sys
 
-    sys.path.insert(0, str(ROOT / "benchmarks" / "studies"))
-    import recorded
-
+    recorded = _recorded()
     pages = "\n".join(p.read_text(encoding="utf-8") for p in [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
     files = sorted(recorded.RESULTS.glob("*.json"))
     assert files
@@ -370,4 +360,9 @@ def test_every_recorded_result_says_where_it_came_from_and_a_page_prints_it(tmp_
     wide = recorded.render({"command": "c", "date": "d", "commit": "x",
                             "tables": [{"columns": ["what", "result"], "rows": [["a", "0.5 " * 40]]}]})
     assert "\n- a\n    result: 0.5" in wide  # a table wider than the page is printed a row a paragraph
+    capsys.readouterr()
     assert recorded.main(["no-such-result"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: no results file benchmarks/studies/results/no-such-result")
+    quoted = {n for _, _, names in _record_quotes() for n in names.split(",")}
+    assert quoted <= {p.stem for p in files}, "a paragraph quotes a results file that does not exist"

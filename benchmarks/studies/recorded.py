@@ -14,7 +14,11 @@ file itself), ``notes`` (optional text printed after the header), ``output`` (op
 printed, as they are) and ``tables``: a list of objects with an optional ``title``, ``columns`` (the header) and
 ``rows`` (lists of cells, strings as printed).  A table whose aligned text is wider than :data:`WIDTH` is
 printed one row a paragraph (``column: cell`` lines).  A result that no script wrote is transcribed once, with
-its provenance; a study that is rerun writes its file (or the page shows the study's own output instead).
+its provenance (figures a study of the past printed become a ``figure``/``value`` table); a study that is rerun
+writes its file with :func:`write` (its command, this checkout's commit and today's date filled in), or the page
+shows the study's own output instead.  Prose that quotes a results file is marked ``<!-- doc: checked
+tests/test_doc_prose_figures.py::test_prose_figures_are_in_their_study_record NAME -->``: every decimal of the
+paragraph must be one this prints.
 """
 
 from __future__ import annotations
@@ -29,6 +33,40 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results"
 #: The widest aligned table printed as a table; a wider one is printed a row a paragraph.
 WIDTH = 120
+
+
+def load(name: str, folder: Path = RESULTS) -> dict[str, Any]:
+    """The results file ``NAME.json`` of ``folder``; ``FileNotFoundError`` when there is none."""
+    result: dict[str, Any] = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
+    return result
+
+
+def figures(pairs: list[tuple[str, str]], title: str | None = None) -> dict[str, Any]:
+    """A table of figures, each a label and its value as printed (``render`` prints it like any table)."""
+    table: dict[str, Any] = {"columns": ["figure", "value"], "rows": [list(p) for p in pairs]}
+    return {"title": title, **table} if title else table
+
+
+def write(name: str, command: str, tables: list[dict[str, Any]], *, notes: str | None = None,
+          output: list[str] | None = None, folder: Path = RESULTS) -> Path:
+    """Write ``NAME.json``: ``command`` as run, this checkout's commit (``git rev-parse``; ``+dirty`` with
+    uncommitted changes), today's date (UTC), ``notes``, ``output`` and ``tables`` (e.g. :func:`figures`); a
+    long study calls it at its end, so that the page prints what it found."""
+    import datetime
+    import subprocess
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=RESULTS.parents[2], capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    commit = (git("rev-parse", "--short", "HEAD") or "unknown") + ("+dirty" if git("status", "--porcelain") else "")
+    record: dict[str, Any] = {"command": command, "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+                              "commit": commit}
+    record |= {k: v for k, v in (("notes", notes), ("output", output)) if v}
+    record["tables"] = tables
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 def render(record: dict[str, Any]) -> str:
@@ -77,12 +115,13 @@ def main(argv: list[str] | None = None) -> int:
         for path in sorted(RESULTS.glob("*.json")):
             print(path.stem)
         return 0
-    path = RESULTS / f"{args.name}.json"
-    if not path.is_file():
-        print(f"error: no results file {path.relative_to(RESULTS.parents[2])}; "
+    try:
+        record = load(args.name)
+    except FileNotFoundError:
+        print(f"error: no results file {(RESULTS / args.name).relative_to(RESULTS.parents[2])}.json; "
               f"`python benchmarks/studies/recorded.py` lists them", file=sys.stderr)
         return 2
-    print(render(json.loads(path.read_text(encoding="utf-8"))))
+    print(render(record))
     return 0
 
 

@@ -102,6 +102,19 @@ def watch(pid: int, seen: dict[int, tuple[float, float]]) -> None:
             seen[proc.pid] = (t.user + t.system, queued)
 
 
+def idle_wall(cpu: float, main_cpu: float, cores: int = 2) -> float:
+    """An estimate, not a measurement: the wall seconds of a plan on ``cores`` idle cores, from what a loaded
+    machine still measures honestly (CPU seconds, which waiting on a run queue does not inflate).
+
+    The main process's CPU is the plan's serial part (imports, the timed task of its estimate, the pool's
+    first task, pricing, the report); its pool workers' CPU (the rest) runs on ``cores`` at once while the
+    main process waits for them.  ``main + workers / cores`` is the wall where the workers keep every core
+    busy; a pool whose chunks end unevenly leaves a core idle for a while, so the real idle wall may be
+    somewhat longer (never shorter than ``max(main, cpu / cores)``)."""
+    workers = max(cpu - main_cpu, 0.0)
+    return main_cpu + workers / cores
+
+
 def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None = None) -> dict[str, Any]:
     """Run one documented plan from checkout ``root`` (its package first on the path); its figures."""
     argv = shlex.split(command)[1:]
@@ -149,7 +162,9 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
         out: dict[str, Any] = {"status": status, "wall": wall, "cpu": max(waited, polled),
                                "queued": sum(q for _, q in seen.values()),
                                "main_queued": seen.get(child.pid, (0.0, 0.0))[1],
+                               "main_cpu": seen.get(child.pid, (0.0, 0.0))[0],
                                "processes": len(seen)}
+        out["idle_wall"] = idle_wall(out["cpu"], out["main_cpu"])
         if status != "0":
             out["last"] = (err.strip().splitlines() or [""])[-1][:800]
         plan_json = Path(tmp) / "plan" / "plan.json"
@@ -194,8 +209,9 @@ def main() -> None:
             continue
         r = run(command, args.limit, cpu_limit=args.cpu_limit)
         wall = "" if "wall" not in r else (
-            f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU, {r['queued']:.1f} s waiting for a CPU "
-            f"({r['main_queued']:.1f} s of it the main process's; {r['processes']} processes)")
+            f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU ({r['main_cpu']:.1f} s of it the main process's), "
+            f"≈ {r['idle_wall']:.0f} s idle wall (estimate: main + workers / 2), {r['queued']:.1f} s waiting for "
+            f"a CPU ({r['main_queued']:.1f} s of it the main process's; {r['processes']} processes)")
         slow = f"; slowest step {r['slowest'][0]} {r['slowest'][1]:.1f} s" if r.get("slowest", ("", -1))[1] >= 0 \
             else ""
         est = ""
@@ -219,7 +235,8 @@ def compare(i: int, command: str, limit: float, baseline: Path, rounds: int, cpu
             est = f"; estimate {r['estimate']}" if "estimate" in r else ""
             if "look" in r:
                 est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
-            print(f"{i:2d} round {k + 1} {label} [{r['status']}] {r['cpu']:.1f} s CPU, {r['wall']:.1f} s wall, load "
+            print(f"{i:2d} round {k + 1} {label} [{r['status']}] {r['cpu']:.1f} s CPU ({r['main_cpu']:.1f} s main), "
+                  f"≈ {r['idle_wall']:.0f} s idle wall (estimate), {r['wall']:.1f} s wall, load "
                   f"{load:.1f} at its start{est}{'; said: ' + r['last'] if r.get('last') else ''}", flush=True)
         stopped = "" if pair[1]["status"] == "0" else " (old stopped: its CPU is a lower bound)"
         print(f"{i:2d} round {k + 1}: new/old CPU {pair[0]['cpu'] / max(pair[1]['cpu'], 1e-9):.2f}{stopped}",

@@ -40,7 +40,8 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^ ]+)*?) to (?P<hi>.+?) before")
+LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^ ]+)*?) to (?P<hi>.+?) "
+                  r"(?:before|on \d+ workers?)")
 
 
 def documented_plans() -> list[tuple[str, str]]:
@@ -102,6 +103,26 @@ def watch(pid: int, seen: dict[int, tuple[float, float]]) -> None:
             seen[proc.pid] = (t.user + t.system, queued)
 
 
+#: A plan's line for a finished look of the search: ``20 subjects, ... : power 0.73 ± 0.045 MC SE [..] (96 sims)``.
+LOOK_DONE = re.compile(r": power .*\(\d[\d,]* sims\)\s*$")
+
+
+def look_seconds(said: list[tuple[float, str]]) -> list[float]:
+    """The wall seconds of each look of a plan's search, from the times its lines were read: from the
+    estimate line (the first look) or the previous look's line to the line of the look's result.  A
+    look's time holds what the search does between looks (pricing the design on the pool, fitting
+    the power curve), as a user waits for it."""
+    start = next((t for t, line in said if "a look of" in line), None)
+    if start is None:
+        return []
+    out = []
+    for t, line in said:
+        if t > start and LOOK_DONE.search(line):
+            out.append(t - start)
+            start = t
+    return out
+
+
 def idle_wall(cpu: float, main_cpu: float, cores: int = 2) -> float:
     """An estimate, not a measurement: the wall seconds of a plan on ``cores`` idle cores, from what a loaded
     machine still measures honestly (CPU seconds, which waiting on a run queue does not inflate).
@@ -136,8 +157,13 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
         child = subprocess.Popen([sys.executable, "-m", "cogtestbed", *argv], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True, cwd=root, env=env)
         seen: dict[int, tuple[float, float]] = {}
-        err_parts: list[str] = []
-        reader = threading.Thread(target=lambda: err_parts.append(child.stderr.read() if child.stderr else ""))
+        said: list[tuple[float, str]] = []  # (seconds since the start, line) of the plan's stderr
+
+        def read() -> None:
+            for line in child.stderr or []:
+                said.append((time.perf_counter() - t0, line))
+
+        reader = threading.Thread(target=read)
         reader.start()
         spent = 0.0
         while child.poll() is None and time.perf_counter() - t0 < limit and spent < (cpu_limit or float("inf")):
@@ -154,7 +180,7 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
                         proc.kill()
         child.wait()
         reader.join()
-        err = "".join(err_parts)
+        err = "".join(line for _, line in said)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         waited = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -175,6 +201,10 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
     if look:
         lo, hi = seconds_of(look["lo"]), seconds_of(look["hi"])
         out["estimate"] = f"{look['lo']} to {look['hi']}"
+        looks = look_seconds(said)
+        if looks and lo is not None and hi is not None:
+            out["looks"] = looks
+            out["looks_outside"] = sum(not lo <= t <= hi for t in looks)
         search = (payload or {}).get("search", {})
         designs = len((payload or {}).get("designs") or (payload or {}).get("frontier") or [])
         if isinstance(search, dict) and search.get("seconds") and designs and lo is not None and hi is not None:
@@ -214,14 +244,24 @@ def main() -> None:
             f"a CPU ({r['main_queued']:.1f} s of it the main process's; {r['processes']} processes)")
         slow = f"; slowest step {r['slowest'][0]} {r['slowest'][1]:.1f} s" if r.get("slowest", ("", -1))[1] >= 0 \
             else ""
-        est = ""
-        if "estimate" in r:
-            est = f"; estimate {r['estimate']}"
-            if "look" in r:
-                est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
+        est = look_words(r)
         over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
         last = f"; said: {r['last']}" if r.get("last") else ""
         print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)
+
+
+def look_words(r: dict[str, Any]) -> str:
+    """``; estimate X to Y, looks 3.1-40.2 s (7, all inside), mean look 12.0 s: inside`` ('' without an estimate)."""
+    if "estimate" not in r:
+        return ""
+    out = f"; estimate of a look {r['estimate']}"
+    if r.get("looks"):
+        looks, outside = r["looks"], r["looks_outside"]
+        out += (f", measured looks {min(looks):.1f}-{max(looks):.1f} s ({len(looks)}, "
+                f"{'all inside' if not outside else f'{outside} OUTSIDE'})")
+    if "look" in r:
+        out += f", search seconds per design {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
+    return out
 
 
 def compare(i: int, command: str, limit: float, baseline: Path, rounds: int, cpu_limit: float | None) -> None:
@@ -232,9 +272,7 @@ def compare(i: int, command: str, limit: float, baseline: Path, rounds: int, cpu
             load = os.getloadavg()[0]
             r = run(command, limit, root, cpu_limit)
             pair.append(r)
-            est = f"; estimate {r['estimate']}" if "estimate" in r else ""
-            if "look" in r:
-                est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
+            est = look_words(r)
             print(f"{i:2d} round {k + 1} {label} [{r['status']}] {r['cpu']:.1f} s CPU ({r['main_cpu']:.1f} s main), "
                   f"≈ {r['idle_wall']:.0f} s idle wall (estimate), {r['wall']:.1f} s wall, load "
                   f"{load:.1f} at its start{est}{'; said: ' + r['last'] if r.get('last') else ''}", flush=True)

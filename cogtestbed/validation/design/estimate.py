@@ -92,10 +92,15 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
     return StudyEstimate(wall, len(tasks), n_workers, seconds, label, {int(task["index"]): rows})
 
 
-def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int) -> str | None:
-    """``plan``'s per-look estimate: one simulation of the smallest design timed here, scaled to the
-    smallest and the largest design (a look is ``first`` to ``most`` simulations)."""
+def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int,
+                   workers: int = 1) -> str | None:
+    """``plan``'s per-look estimate: one simulation of the smallest design timed here (an LLM against
+    people: with its people fitted, as a first look fits them), scaled to the smallest and the largest
+    design; a look of ``first`` to ``most`` simulations shared among ``workers`` processes (issue 71:
+    the wall a user waits for a look, which ``benchmarks/bench_plans.py`` checks every look against)."""
     from cogtestbed.validation.design.space import study_at
+    from cogtestbed.validation.studies.driver import run_chunk
+    from cogtestbed.validation.studies.model_studies import forget_people
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     def units(point: Any) -> float:
@@ -103,15 +108,22 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
         return float(point.subjects) * float(design.n_trials) * float(point.runs)
 
     study = study_at(spec, smallest, 1)
+    payload, task = study.model_dump_json(), study.tasks()[0]
     try:
-        seconds, _ = timed_task(study.model_dump_json(), study.tasks()[0])
+        run_chunk(payload, [task])  # loads the compiled code
+        forget_people()  # the people a first look fits are timed too (a later look reuses them)
+        start = time.perf_counter()
+        run_chunk(payload, [task])
+        seconds = time.perf_counter() - start
     except Exception:  # noqa: BLE001 - the plan reports its own errors
         return None
     big = seconds * units(largest) / units(smallest)
     unscaled = "".join(f"; {name} not counted" for name, _ in smallest.fields)
+    shared = max(1, int(workers))
+    on = f"on {shared} workers (shared among them)" if shared > 1 else "on 1 worker"
     return (f"estimate: one simulation takes about {duration(seconds)} at the smallest design and {duration(big)} at "
             f"the largest here (timed, scaled by subjects × trials × runs{unscaled}), so a look of {first}-{most} "
-            f"simulations takes {duration(first * seconds)} to {duration(most * big)} before the workers share it; "
+            f"simulations takes {duration(first * seconds / shared)} to {duration(most * big / shared)} {on}; "
             "the search looks at as many designs as it needs, each printed as it finishes")
 
 

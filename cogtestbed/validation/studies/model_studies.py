@@ -443,6 +443,12 @@ def _people_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveMod
     return _PEOPLE[key]
 
 
+def forget_people() -> None:
+    """Empty this process's fitted people (:func:`_people_values`): a timing of a study's first task
+    then fits them as that task does (:func:`~cogtestbed.validation.design.estimate.plan_look_line`)."""
+    _PEOPLE.clear()
+
+
 #: Repetitions whose people a process keeps (:func:`_people_values`).
 PEOPLE_CACHE = 2000
 _PEOPLE: dict[Any, np.ndarray] = {}

@@ -6,8 +6,11 @@ Each command of a fenced code block (backslash continuations joined) runs as a c
 ``--limit`` has its pool workers' CPU counted too), the seconds its processes waited on a run queue for a
 CPU (``/proc/PID/schedstat``: on a loaded machine, what wall holds beyond CPU), the slowest step of its
 plan.json (the largest ``seconds`` it records, by path),
-and whether the plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured
-time of a look (the search's seconds over the designs it searched).  A command whose files are not here (a
+its CPU seconds of the main process alone (the serial part) and, from the two, an *estimate* of its wall on 2
+idle cores (``main + workers / 2``: :func:`idle_wall`, what a loaded machine can still say), and whether the
+plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured time of every look
+(each look's wall from the times the plan's lines were read: :func:`look_seconds`) and of the search's seconds
+over the designs it searched.  A command whose files are not here (a
 ``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped; a plan that exits with
 an error prints its last line.
 

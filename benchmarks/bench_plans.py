@@ -76,10 +76,13 @@ def seconds_of(text: str) -> float | None:
 
 
 def slowest(payload: Any, path: str = "") -> tuple[str, float]:
-    """(path, seconds) of the largest ``seconds`` entry of ``payload``."""
+    """(path, seconds) of the largest ``seconds`` entry of ``payload`` (not under ``study``: the spec
+    carries its population's own fit time, which is no step of the plan)."""
     best = ("", -1.0)
     if isinstance(payload, dict):
         for key, value in payload.items():
+            if key == "study" and not path:
+                continue
             here = f"{path}.{key}" if path else key
             if key == "seconds" and isinstance(value, int | float):
                 best = max(best, (path or key, float(value)), key=lambda b: b[1])

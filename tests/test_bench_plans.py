@@ -60,3 +60,10 @@ def test_a_plans_look_estimate_is_shared_among_its_workers() -> None:
     assert bench.seconds_of(look["lo"]) == pytest.approx(24 * one / 2 / 2, rel=0.1)  # LOW_END
     assert bench.seconds_of(look["hi"]) == pytest.approx(96 * big / 2, rel=0.1)
     assert big == pytest.approx(one * 20, rel=0.1)  # 10x the subjects, 2x the trials
+
+
+def test_the_slowest_step_is_the_plans_not_its_populations_fit() -> None:
+    bench = _bench()
+    payload = {"study": {"from_population": {"fit": {"seconds": 572.1}}}, "search": {"seconds": 40.0},
+               "fit_check": {"seconds": 3.0}}
+    assert bench.slowest(payload) == ("search", 40.0)

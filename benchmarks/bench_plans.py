@@ -129,6 +129,23 @@ def look_seconds(said: list[tuple[float, str]]) -> list[float]:
     return out
 
 
+def reused_looks(said: list[tuple[float, str]]) -> list[bool]:
+    """For each look of :func:`look_seconds`, whether its design's leading size (``30 subjects, …``) is
+    below one looked at before: in a plan of an LLM against people (``--population``, ``--human``) every
+    subject of such a look was fitted at the larger size (``power_sims.PowerEvaluator`` hands the fits on),
+    so it simulates nothing new and its seconds say nothing about the estimate of a look."""
+    seen: list[int] = []
+    out = []
+    for _, line in said:
+        if LOOK_DONE.search(line):
+            size = re.match(r"\s*([\d,]+) ", line)
+            n = int(size.group(1).replace(",", "")) if size else None
+            out.append(n is not None and bool(seen) and n < max(seen))
+            if n is not None:
+                seen.append(n)
+    return out
+
+
 def idle_wall(cpu: float, main_cpu: float, cores: int = 2) -> float:
     """An estimate, not a measurement: the wall seconds of a plan on ``cores`` idle cores, from what a loaded
     machine still measures honestly (CPU seconds, which waiting on a run queue does not inflate).
@@ -209,8 +226,11 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
         out["estimate"] = f"{look['lo']} to {look['hi']}"
         looks = look_seconds(said)
         if looks and lo is not None and hi is not None:
-            out["looks"] = looks
-            out["looks_outside"] = sum(not lo <= t <= hi for t in looks)
+            reused = reused_looks(said)[-len(looks):] if ("--population" in argv or "--human" in argv) else \
+                [False] * len(looks)
+            out["looks"] = [t for t, r in zip(looks, reused, strict=True) if not r]
+            out["reused_looks"] = [t for t, r in zip(looks, reused, strict=True) if r]
+            out["looks_outside"] = sum(not lo <= t <= hi for t in out["looks"])
         search = (payload or {}).get("search", {})
         designs = len((payload or {}).get("designs") or (payload or {}).get("frontier") or [])
         if isinstance(search, dict) and search.get("seconds") and designs and lo is not None and hi is not None:
@@ -265,6 +285,9 @@ def look_words(r: dict[str, Any]) -> str:
         looks, outside = r["looks"], r["looks_outside"]
         out += (f", measured looks {min(looks):.1f}-{max(looks):.1f} s ({len(looks)}, "
                 f"{'all inside' if not outside else f'{outside} OUTSIDE'})")
+    if r.get("reused_looks"):
+        out += (f", {len(r['reused_looks'])} look(s) below a size already fitted (nothing new fitted: "
+                f"{', '.join(f'{t:.1f} s' for t in r['reused_looks'])})")
     if "look" in r:
         out += f", search seconds per design {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
     return out

@@ -67,3 +67,13 @@ def test_the_slowest_step_is_the_plans_not_its_populations_fit() -> None:
     payload = {"study": {"from_population": {"fit": {"seconds": 572.1}}}, "search": {"seconds": 40.0},
                "fit_check": {"seconds": 3.0}}
     assert bench.slowest(payload) == ("search", 40.0)
+
+
+def test_a_look_below_a_size_already_fitted_is_told_apart() -> None:
+    bench = _bench()
+    said = [(0.0, "estimate: ... a look of 24-96 simulations takes 1 s to 9 s on 2 workers\n"),
+            (2.0, "10 subjects, repetitions=1 (98 trials per run): power 0.58 ± 0.07 MC SE [0.44, 0.71] (48 sims)\n"),
+            (9.0, "33 subjects, repetitions=1 (98 trials per run): power 0.84 ± 0.04 MC SE [0.76, 0.9] (96 sims)\n"),
+            (9.3, "30 subjects, repetitions=1 (98 trials per run): power 0.77 ± 0.04 MC SE [0.68, 0.84] (96 sims)\n")]
+    assert bench.reused_looks(said) == [False, False, True]
+    assert bench.look_seconds(said) == pytest.approx([2.0, 7.0, 0.3])

@@ -6,8 +6,11 @@ Each command of a fenced code block (backslash continuations joined) runs as a c
 ``--limit`` has its pool workers' CPU counted too), the seconds its processes waited on a run queue for a
 CPU (``/proc/PID/schedstat``: on a loaded machine, what wall holds beyond CPU), the slowest step of its
 plan.json (the largest ``seconds`` it records, by path),
-and whether the plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured
-time of a look (the search's seconds over the designs it searched).  A command whose files are not here (a
+its CPU seconds of the main process alone (the serial part) and, from the two, an *estimate* of its wall on 2
+idle cores (``main + workers / 2``: :func:`idle_wall`, what a loaded machine can still say), and whether the
+plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured time of every look
+(each look's wall from the times the plan's lines were read: :func:`look_seconds`) and of the search's seconds
+over the designs it searched.  A command whose files are not here (a
 ``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped; a plan that exits with
 an error prints its last line.
 
@@ -40,7 +43,8 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^ ]+)*?) to (?P<hi>.+?) before")
+LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^ ]+)*?) to (?P<hi>.+?) "
+                  r"(?:before|on \d+ workers?)")
 
 
 def documented_plans() -> list[tuple[str, str]]:
@@ -72,10 +76,13 @@ def seconds_of(text: str) -> float | None:
 
 
 def slowest(payload: Any, path: str = "") -> tuple[str, float]:
-    """(path, seconds) of the largest ``seconds`` entry of ``payload``."""
+    """(path, seconds) of the largest ``seconds`` entry of ``payload`` (not under ``study``: the spec
+    carries its population's own fit time, which is no step of the plan)."""
     best = ("", -1.0)
     if isinstance(payload, dict):
         for key, value in payload.items():
+            if key == "study" and not path:
+                continue
             here = f"{path}.{key}" if path else key
             if key == "seconds" and isinstance(value, int | float):
                 best = max(best, (path or key, float(value)), key=lambda b: b[1])
@@ -102,6 +109,56 @@ def watch(pid: int, seen: dict[int, tuple[float, float]]) -> None:
             seen[proc.pid] = (t.user + t.system, queued)
 
 
+#: A plan's line for a finished look of the search: ``20 subjects, ... : power 0.73 ± 0.045 MC SE [..] (96 sims)``.
+LOOK_DONE = re.compile(r": power .*\(\d[\d,]* sims\)\s*$")
+
+
+def look_seconds(said: list[tuple[float, str]]) -> list[float]:
+    """The wall seconds of each look of a plan's search, from the times its lines were read: from the
+    estimate line (the first look) or the previous look's line to the line of the look's result.  A
+    look's time holds what the search does between looks (pricing the design on the pool, fitting
+    the power curve), as a user waits for it."""
+    start = next((t for t, line in said if "a look of" in line), None)
+    if start is None:
+        return []
+    out = []
+    for t, line in said:
+        if t > start and LOOK_DONE.search(line):
+            out.append(t - start)
+            start = t
+    return out
+
+
+def reused_looks(said: list[tuple[float, str]]) -> list[bool]:
+    """For each look of :func:`look_seconds`, whether its design's leading size (``30 subjects, …``) is
+    below one looked at before: in a plan of an LLM against people (``--population``, ``--human``) every
+    subject of such a look was fitted at the larger size (``power_sims.PowerEvaluator`` hands the fits on),
+    so it simulates nothing new and its seconds say nothing about the estimate of a look."""
+    seen: list[int] = []
+    out = []
+    for _, line in said:
+        if LOOK_DONE.search(line):
+            size = re.match(r"\s*([\d,]+) ", line)
+            n = int(size.group(1).replace(",", "")) if size else None
+            out.append(n is not None and bool(seen) and n < max(seen))
+            if n is not None:
+                seen.append(n)
+    return out
+
+
+def idle_wall(cpu: float, main_cpu: float, cores: int = 2) -> float:
+    """An estimate, not a measurement: the wall seconds of a plan on ``cores`` idle cores, from what a loaded
+    machine still measures honestly (CPU seconds, which waiting on a run queue does not inflate).
+
+    The main process's CPU is the plan's serial part (imports, the timed task of its estimate, the pool's
+    first task, pricing, the report); its pool workers' CPU (the rest) runs on ``cores`` at once while the
+    main process waits for them.  ``main + workers / cores`` is the wall where the workers keep every core
+    busy; a pool whose chunks end unevenly leaves a core idle for a while, so the real idle wall may be
+    somewhat longer (never shorter than ``max(main, cpu / cores)``)."""
+    workers = max(cpu - main_cpu, 0.0)
+    return main_cpu + workers / cores
+
+
 def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None = None) -> dict[str, Any]:
     """Run one documented plan from checkout ``root`` (its package first on the path); its figures."""
     argv = shlex.split(command)[1:]
@@ -123,8 +180,13 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
         child = subprocess.Popen([sys.executable, "-m", "cogtestbed", *argv], stdout=subprocess.DEVNULL,
                                  stderr=subprocess.PIPE, text=True, cwd=root, env=env)
         seen: dict[int, tuple[float, float]] = {}
-        err_parts: list[str] = []
-        reader = threading.Thread(target=lambda: err_parts.append(child.stderr.read() if child.stderr else ""))
+        said: list[tuple[float, str]] = []  # (seconds since the start, line) of the plan's stderr
+
+        def read() -> None:
+            for line in child.stderr or []:
+                said.append((time.perf_counter() - t0, line))
+
+        reader = threading.Thread(target=read)
         reader.start()
         spent = 0.0
         while child.poll() is None and time.perf_counter() - t0 < limit and spent < (cpu_limit or float("inf")):
@@ -141,7 +203,7 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
                         proc.kill()
         child.wait()
         reader.join()
-        err = "".join(err_parts)
+        err = "".join(line for _, line in said)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         waited = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -149,7 +211,9 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
         out: dict[str, Any] = {"status": status, "wall": wall, "cpu": max(waited, polled),
                                "queued": sum(q for _, q in seen.values()),
                                "main_queued": seen.get(child.pid, (0.0, 0.0))[1],
+                               "main_cpu": seen.get(child.pid, (0.0, 0.0))[0],
                                "processes": len(seen)}
+        out["idle_wall"] = idle_wall(out["cpu"], out["main_cpu"])
         if status != "0":
             out["last"] = (err.strip().splitlines() or [""])[-1][:800]
         plan_json = Path(tmp) / "plan" / "plan.json"
@@ -160,6 +224,13 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
     if look:
         lo, hi = seconds_of(look["lo"]), seconds_of(look["hi"])
         out["estimate"] = f"{look['lo']} to {look['hi']}"
+        looks = look_seconds(said)
+        if looks and lo is not None and hi is not None:
+            reused = reused_looks(said)[-len(looks):] if ("--population" in argv or "--human" in argv) else \
+                [False] * len(looks)
+            out["looks"] = [t for t, r in zip(looks, reused, strict=True) if not r]
+            out["reused_looks"] = [t for t, r in zip(looks, reused, strict=True) if r]
+            out["looks_outside"] = sum(not lo <= t <= hi for t in out["looks"])
         search = (payload or {}).get("search", {})
         designs = len((payload or {}).get("designs") or (payload or {}).get("frontier") or [])
         if isinstance(search, dict) and search.get("seconds") and designs and lo is not None and hi is not None:
@@ -194,18 +265,32 @@ def main() -> None:
             continue
         r = run(command, args.limit, cpu_limit=args.cpu_limit)
         wall = "" if "wall" not in r else (
-            f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU, {r['queued']:.1f} s waiting for a CPU "
-            f"({r['main_queued']:.1f} s of it the main process's; {r['processes']} processes)")
+            f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU ({r['main_cpu']:.1f} s of it the main process's), "
+            f"≈ {r['idle_wall']:.0f} s idle wall (estimate: main + workers / 2), {r['queued']:.1f} s waiting for "
+            f"a CPU ({r['main_queued']:.1f} s of it the main process's; {r['processes']} processes)")
         slow = f"; slowest step {r['slowest'][0]} {r['slowest'][1]:.1f} s" if r.get("slowest", ("", -1))[1] >= 0 \
             else ""
-        est = ""
-        if "estimate" in r:
-            est = f"; estimate {r['estimate']}"
-            if "look" in r:
-                est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
+        est = look_words(r)
         over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
         last = f"; said: {r['last']}" if r.get("last") else ""
         print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)
+
+
+def look_words(r: dict[str, Any]) -> str:
+    """``; estimate X to Y, looks 3.1-40.2 s (7, all inside), mean look 12.0 s: inside`` ('' without an estimate)."""
+    if "estimate" not in r:
+        return ""
+    out = f"; estimate of a look {r['estimate']}"
+    if r.get("looks"):
+        looks, outside = r["looks"], r["looks_outside"]
+        out += (f", measured looks {min(looks):.1f}-{max(looks):.1f} s ({len(looks)}, "
+                f"{'all inside' if not outside else f'{outside} OUTSIDE'})")
+    if r.get("reused_looks"):
+        out += (f", {len(r['reused_looks'])} look(s) below a size already fitted (nothing new fitted: "
+                f"{', '.join(f'{t:.1f} s' for t in r['reused_looks'])})")
+    if "look" in r:
+        out += f", search seconds per design {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
+    return out
 
 
 def compare(i: int, command: str, limit: float, baseline: Path, rounds: int, cpu_limit: float | None) -> None:
@@ -216,10 +301,9 @@ def compare(i: int, command: str, limit: float, baseline: Path, rounds: int, cpu
             load = os.getloadavg()[0]
             r = run(command, limit, root, cpu_limit)
             pair.append(r)
-            est = f"; estimate {r['estimate']}" if "estimate" in r else ""
-            if "look" in r:
-                est += f", measured look {r['look']:.1f} s: {'inside' if r['inside'] else 'OUTSIDE'}"
-            print(f"{i:2d} round {k + 1} {label} [{r['status']}] {r['cpu']:.1f} s CPU, {r['wall']:.1f} s wall, load "
+            est = look_words(r)
+            print(f"{i:2d} round {k + 1} {label} [{r['status']}] {r['cpu']:.1f} s CPU ({r['main_cpu']:.1f} s main), "
+                  f"≈ {r['idle_wall']:.0f} s idle wall (estimate), {r['wall']:.1f} s wall, load "
                   f"{load:.1f} at its start{est}{'; said: ' + r['last'] if r.get('last') else ''}", flush=True)
         stopped = "" if pair[1]["status"] == "0" else " (old stopped: its CPU is a lower bound)"
         print(f"{i:2d} round {k + 1}: new/old CPU {pair[0]['cpu'] / max(pair[1]['cpu'], 1e-9):.2f}{stopped}",

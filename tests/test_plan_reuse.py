@@ -29,12 +29,13 @@ def _spec(**kw):
 
 
 def _counting(monkeypatch) -> list[int]:
-    """Subjects passed to ``fit_mle``, call by call."""
+    """Subjects fitted by ``fit_mle``, call by call (those of ``subjects`` where it names them)."""
     seen: list[int] = []
     original = CognitiveModel.fit_mle
 
     def fit_mle(self, trials, *a, **k):
-        seen.append(int(trials["subject"].nunique()))
+        named = k.get("subjects")
+        seen.append(int(trials["subject"].nunique()) if named is None else len(list(named)))
         return original(self, trials, *a, **k)
 
     monkeypatch.setattr(CognitiveModel, "fit_mle", fit_mle)
@@ -63,3 +64,63 @@ def test_reused_fits_give_the_rows_of_the_study_run_from_scratch() -> None:
     planned = power.table(Point(23, 1, 48))
     pd.testing.assert_frame_equal(planned[COLUMNS].reset_index(drop=True), fresh[COLUMNS].reset_index(drop=True))
     assert np.isfinite(planned["p_value"]).all()
+
+
+def test_a_study_of_one_size_fits_its_llm_subjects_not_whole_blocks(monkeypatch) -> None:
+    """A study of one size (run_study; a plan's fresh and calibration studies) fits its 13 LLM subjects,
+    not the 20 of two whole blocks; its rows are those of the plan's whole-block fits."""
+    model_studies._PEOPLE.clear()
+    seen = _counting(monkeypatch)
+    table = run_study(_spec(subjects=(13,)), workers=1).table
+    assert sum(seen) == 3 * 4 + 3 * 13
+    model_studies._PEOPLE.clear()
+    power = PowerEvaluator(_spec(), workers=1)
+    power.ensure(Point(13, 1, 48), 3)
+    pd.testing.assert_frame_equal(power.table(Point(13, 1, 48))[COLUMNS].reset_index(drop=True),
+                                  table[COLUMNS].reset_index(drop=True))
+
+
+def test_one_size_studies_carry_their_llm_groups_and_the_test_of_them_is_the_rows(monkeypatch) -> None:
+    """``one_size_table`` (a plan's fresh and calibration studies) keeps each study's LLM group; the
+    two-group test of the kept people and LLM values gives each row's p-value again."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.plan import one_size_table
+
+    model_studies._PEOPLE.clear()
+    seen = _counting(monkeypatch)
+    table = one_size_table(_spec(), Point(13, 1, 48), 3, 1, "test")
+    assert sum(seen) == 3 * 4 + 3 * 13 and [len(v) for v in table["llm_values"]] == [13, 13, 13]
+    evaluator = PowerEvaluator(_spec(), workers=1, one_size=True)
+    evaluator.ensure(Point(13, 1, 48), 3)
+    model = get_experiment("instrumental-learning").model("rw-pm")
+    for (_, row), llm in zip(evaluator.table(Point(13, 1, 48)).iterrows(), evaluator.llm_values(Point(13, 1, 48)),
+                             strict=True):
+        people = evaluator.reuse[((1, 48, (), int(row["rep"])))]["people"]
+        again = model_studies.two_group_mle_row(_spec(), model, people, llm)
+        assert again["p_value"] == row["p_value"] and again["detected"] == row["detected"]
+
+
+def test_a_plans_calibration_nulls_are_the_calibrations_own_studies_and_the_conditional_fits_nothing(
+        monkeypatch) -> None:
+    """The plan's calibration null studies (run once, with their LLM groups) give the critical p the
+    calibration computes on its own; the conditional power and null rejection test the fresh and null
+    studies' LLM groups against the real participants without a fit."""
+    from types import SimpleNamespace
+
+    from cogtestbed.validation.design.plan import calibration_nulls, one_size_table
+    from cogtestbed.validation.design.space import study_at
+    from cogtestbed.validation.studies.conditional import conditional_on_sample
+    from cogtestbed.validation.studies.people_level import calibrated_section
+
+    spec, point = _spec(), Point(12, 1, 48)
+    fresh = one_size_table(spec, point, 6, 1, "test")
+    result = SimpleNamespace(spec=spec, fresh=fresh, chosen=SimpleNamespace(point=point), workers=1)
+    nulls = calibration_nulls(result, 0.2)
+    at = study_at(spec, point, 6)
+    assert calibrated_section(at, fresh, 0.2, 1, nulls=nulls) == calibrated_section(at, fresh, 0.2, 1)
+    assert calibration_nulls(result, 0.0) is None
+    seen = _counting(monkeypatch)
+    groups = {"power": list(fresh["llm_values"]), "null": list(nulls["llm_values"])}
+    out = conditional_on_sample(at, sims=6, workers=1, groups=groups)
+    assert seen == [] and out["power"]["sims"] == out["null_rejection"]["sims"] == 6
+    assert 0.0 <= out["null_rejection"]["rate"] <= out["power"]["rate"] <= 1.0

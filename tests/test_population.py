@@ -153,9 +153,8 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     # 12 people (not 40) and an effect of 0.45 on 2:12 subjects: every simulated study fits people and
     # LLM subjects alike, so this halves the fits; the people's number is still the population file's,
     # fixed through the search (a plan that drew or searched it would say another number below).
-    from cogtestbed.validation.design.plan import Planner
+    from cogtestbed.validation.design.plan import FRESH_SEED_OFFSET, Planner
     from cogtestbed.validation.studies import driver
-    from cogtestbed.validation.studies.conditional import CONDITIONAL_SEED_OFFSET
     from cogtestbed.validation.studies.people_level import CALIBRATION_SEED_OFFSET, calibrated_power
 
     path = str(_population(subjects=12).save(tmp_path / "pop.json"))
@@ -171,8 +170,16 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
         seen["seeds"].add(spec.seed)
         return run_study(spec, *a, **k)
 
+    def recording_one_size(spec, *a, **k):  # issue 71: the fresh and the calibration studies, each run once
+        seen["one_size"] = [*seen.get("one_size", []), spec.seed]
+        return one_size_table(spec, *a, **k)
+
+    from cogtestbed.validation.design import plan as plan_module
+
+    one_size_table = plan_module.one_size_table
     monkeypatch.setattr(Planner, "fresh_table", recording_fresh)
     monkeypatch.setattr(driver, "run_study", counting_run_study)
+    monkeypatch.setattr(plan_module, "one_size_table", recording_one_size)
     plan = ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.45}, population=path,
                    subjects="2:12", trials="96", mc_se=0.2, seed=1, workers=1)
     payload = plan.to_dict()
@@ -182,8 +189,9 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     assert not np.isin(fresh["p_value"].to_numpy(), selecting["p_value"].to_numpy()).any()
     assert cal["power"]["rate"] == calibrated_power(fresh, cal["critical_p"], 0.45)["rate"]
     assert seen["effect_studies"] == 0 and "fresh studies" in cal["power"]["studies"]
-    # the calibration's null studies and the conditional studies each on seeds of their own, not the search's 1
-    assert seen["seeds"] == {1 + CALIBRATION_SEED_OFFSET, 1 + CONDITIONAL_SEED_OFFSET}
+    # the fresh and the calibration's null studies each on seeds of their own, not the search's 1, each run once;
+    # the conditional figures test their LLM groups against the participants (issue 71): no study of their own
+    assert seen["one_size"] == [1 + FRESH_SEED_OFFSET, 1 + CALIBRATION_SEED_OFFSET] and seen["seeds"] == set()
     assert payload["target"]["what"].startswith("a difference in optimism_bias of 0.45 between an LLM and 12 people "
                                                 "of population stand-in")
     assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8

@@ -143,6 +143,8 @@ class PlanResult:
     #: The fresh studies at the chosen design (:meth:`Planner.fresh_table`): the recovery's and the
     #: calibrated test's power (issue 68), not the studies that chose the design (None: none simulated).
     fresh: pd.DataFrame | None = None
+    #: Local processes its simulations ran on (the plan's later studies run on as many).
+    workers: int = 1
 
 
 class Planner:
@@ -393,17 +395,19 @@ class Planner:
         evaluated = self.evaluated()
         return PlanResult(self.spec, self.target, self.size.name, chosen, evaluated, pareto(evaluated), recovery,
                           time.perf_counter() - start, cpu_seconds() - cpu0, self.power.simulations, self.pruned,
-                          self.notes, next((a.name for a in self.others if a.name != "runs"), None), fresh)
+                          self.notes, next((a.name for a in self.others if a.name != "runs"), None), fresh,
+                          self.power.workers)
 
     def fresh_table(self, chosen: Evaluated) -> pd.DataFrame:
         """As many simulated studies at the chosen design as chose it, on seeds of their own
         (:data:`FRESH_SEED_OFFSET`): the effect bias and coverage, and an LLM-against-people plan's
         calibrated test's power, are measured on studies other than those whose power picked the
-        design (which favour designs whose estimates ran high)."""
-        fresh = PowerEvaluator(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
-                               self.power.workers, "fixed plan: fresh studies for the recovery at")
-        fresh.ensure_and_close(chosen.point, chosen.estimate.sims)
-        return fresh.table(chosen.point)
+        design (which favour designs whose estimates ran high).  An LLM against people: its column
+        ``llm_values`` holds each study's LLM group (per-subject values on the test's scale), the
+        groups the conditional power tests against the real participants (:func:`conditional_groups`)."""
+        return one_size_table(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
+                              chosen.point, chosen.estimate.sims, self.power.workers,
+                              "fixed plan: fresh studies for the recovery at")
 
     def extend_sizes(self) -> None:
         """Double the size axis's top (to :attr:`extend_to`) while a combination failed only for
@@ -530,6 +534,36 @@ class Planner:
             out.append(Evaluated(point, self.power.estimate(point), self.exact_cost(point)))
             tick()
         return out
+
+
+def one_size_table(spec: PlannedStudy, point: Point, sims: int, workers: int, label: str) -> pd.DataFrame:
+    """``sims`` simulated studies of ``spec`` at ``point`` (a plan's fresh or calibration studies: one
+    size), the rows a study of that design gives; an LLM against people's also carry each study's
+    LLM group (column ``llm_values``: :meth:`PowerEvaluator.llm_values`)."""
+    evaluator = PowerEvaluator(spec, workers, label, one_size=True)
+    evaluator.ensure_and_close(point, sims)
+    table = evaluator.table(point)
+    if evaluator.reusing:
+        table["llm_values"] = pd.Series(evaluator.llm_values(point), index=table.index, dtype=object)
+    return table
+
+
+def calibration_nulls(result: PlanResult, target: float) -> pd.DataFrame | None:
+    """The null studies that calibrate an LLM-against-people plan's test at its chosen design
+    (:func:`~cogtestbed.validation.studies.people_level.calibrate_people_test`'s: as many as its fresh
+    studies, no effect, seeded apart by its ``CALIBRATION_SEED_OFFSET``), with each study's LLM group
+    (``llm_values``), which the conditional null rejection reuses; None where the plan calibrates
+    nothing (not such a plan, no fresh studies, or a ``target`` not above 0)."""
+    from cogtestbed.validation.design.power_sims import reuses_fits
+    from cogtestbed.validation.studies.people_level import CALIBRATION_SEED_OFFSET
+
+    sims = 0 if result.fresh is None else len(result.fresh)
+    if not (reuses_fits(result.spec) and sims and target > 0.0):
+        return None
+    null = result.spec.model_copy(update={"effect_size": 0.0, "critical_p": None,
+                                          "seed": result.spec.seed + CALIBRATION_SEED_OFFSET})
+    return one_size_table(null, result.chosen.point, sims, result.workers,
+                          "fixed plan: null studies calibrating the test at")
 
 
 def fit_probit(x: np.ndarray, hits: np.ndarray, sims: np.ndarray) -> tuple[float, float]:

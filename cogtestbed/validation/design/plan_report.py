@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.trials import package_versions
-from cogtestbed.validation.design.plan import PlanResult, describe_target
+from cogtestbed.validation.design.plan import PlanResult, calibration_nulls, describe_target
 from cogtestbed.validation.design.power_sims import verdict
 from cogtestbed.validation.design.pricing import Pricer, tokens_source
 from cogtestbed.validation.design.seqauto import calibration_level
@@ -159,6 +159,8 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
     chosen = result.chosen
     assert chosen.cost is not None
     at_chosen = study_at(result.spec, chosen.point, chosen.estimate.sims)
+    target = calibration_level(result.spec.level, chosen.estimate.sims)
+    nulls = calibration_nulls(result, target)  # an LLM against people: run once, read by two sections
     cost = {**chosen.cost.as_dict(), **tokens_source(pricer)}
     if pilot is not None and pilot.completion_tokens_per_call is not None:
         cost["expected_completion_tokens"] = round(pilot.completion_tokens_per_call * chosen.cost.calls)
@@ -179,18 +181,27 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "pilot": None if pilot is None else pilot.as_dict(),
         "run": run_section(result, pricer, exp, max_cost),
         "study": at_chosen.model_dump(mode="json"),
-        # issue 68: an LLM against people, conditional on the population's real participants
-        "power_conditional": conditional_section(at_chosen, chosen.estimate.sims),
+        # issue 68: an LLM against people, conditional on the population's real participants (issue 71:
+        # the LLM groups of the fresh and the calibration studies, tested against them: no new fits)
+        "power_conditional": conditional_section(at_chosen, chosen.estimate.sims, result.workers,
+                                                 groups=_groups(result.fresh, nulls)),
         # issue 68: the test's critical p calibrated at the people's and the LLM's trial counts
         # (its power on the plan's fresh studies at the design, not on those that chose it)
-        "calibrated_test": calibrated_section(at_chosen, result.fresh,
-                                              calibration_level(result.spec.level, chosen.estimate.sims)),
+        "calibrated_test": calibrated_section(at_chosen, result.fresh, target, result.workers, nulls=nulls),
         "searched": result.searched,
         "notes": list(result.notes),
         "warnings": recovery_warnings(result.recovery),
         "search": {"seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
                    "simulations": result.simulations, "designs_simulated": len(result.evaluated)},
     }
+
+
+def _groups(fresh: pd.DataFrame | None, nulls: pd.DataFrame | None) -> dict[str, Any] | None:
+    """The LLM groups (``llm_values``) of a plan's fresh studies (``power``) and calibration null studies
+    (``null``) where it has them, for :func:`~cogtestbed.validation.studies.conditional.conditional_section`."""
+    out = {key: list(table["llm_values"]) for key, table in (("power", fresh), ("null", nulls))
+           if table is not None and "llm_values" in table}
+    return out or None
 
 
 def _lapse_dict(lapse: Any) -> dict[str, float]:

@@ -13,6 +13,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from cogtestbed.validation.design.space import Point, size_axis_name, study_at
@@ -106,8 +107,11 @@ class PowerEvaluator:
     over the size axis smoother).  Tasks run in a local fork pool of ``workers`` processes.
     """
 
-    def __init__(self, spec: PlannedStudy, workers: int = 1, label: str | None = None) -> None:
+    def __init__(self, spec: PlannedStudy, workers: int = 1, label: str | None = None, one_size: bool = False) -> None:
         self.spec, self.workers = spec, max(1, workers)
+        #: Studies of one size (the fresh and calibration studies at a chosen design): an LLM against
+        #: people fits its LLM subjects up to the size, not to whole blocks a larger size would extend.
+        self.one_size = one_size
         #: What its simulations are for, on the heartbeat (None: the fixed plan's search).
         self.label = label
         self.rows: dict[Point, list[pd.DataFrame]] = {}
@@ -146,12 +150,20 @@ class PowerEvaluator:
                     if self.label is None else ""
                 hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks), so_far)
             if self.reusing:
-                tasks = [{**t, "reuse": self.reuse.get(_reuse_key(point, t), {})} for t in tasks]
+                tasks = [{**t, "reuse": self.reuse.get(_reuse_key(point, t), {}), "one_size": self.one_size}
+                         for t in tasks]
             rows = self._run(study.model_dump_json(), tasks)
             self.rows.setdefault(point, []).extend(self._kept(point, rows) if self.reusing else rows)
             self.done[point] = sims
             self.simulations += len(tasks)
         return self.estimate(point)
+
+    def llm_values(self, point: Point) -> list[np.ndarray]:
+        """The LLM group's per-subject values (the test's scale) of each study of :meth:`table` at
+        ``point``, in its row order (an LLM against people, whose tasks hand their fits back)."""
+        table = self.table(point)
+        return [np.asarray(self.reuse[_reuse_key(point, row)]["llm"][:int(row["n_subjects"])], float)
+                for _, row in table.iterrows()]
 
     def _kept(self, point: Point, rows: list[pd.DataFrame]) -> list[pd.DataFrame]:
         """``rows`` without their reuse columns, whose values are kept for the next size (a smaller

@@ -532,7 +532,8 @@ def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
     size, others = planner.size, planner.others
     smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
     largest = planner.point(size.values[-1], {a.name: a.values[-1] for a in others})
-    line = plan_look_line(planner.spec, planner.exp, smallest, largest, FIRST_BATCH, DECIDE_MAX_SIMS)
+    line = plan_look_line(planner.spec, planner.exp, smallest, largest, FIRST_BATCH, DECIDE_MAX_SIMS,
+                          planner.power.workers)
     if line is not None:
         say(line)
 

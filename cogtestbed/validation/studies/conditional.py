@@ -12,6 +12,7 @@ researcher will face with these participants, each with its Monte-Carlo SE.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,24 +40,36 @@ def participants_reference(spec: PowerStudy) -> Any:
                                     f"population {pop.name}'s own {pop.subjects} participants")
 
 
-def conditional_on_sample(spec: PowerStudy, sims: int | None = None, workers: int | None = 1) -> dict[str, Any]:
+def conditional_on_sample(spec: PowerStudy, sims: int | None = None, workers: int | None = 1,
+                          groups: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any]:
     """Power and null rejection rate of ``spec`` (an LLM against people drawn from a population,
     ``groups=2``) conditional on the population's real participants: the same study with its first
     group fixed to their estimates, the LLM's group drawn from the population with the effect
     (power) and without it (null rejection), ``sims`` studies each (``spec.reps`` where None).
-    Returns ``power`` and ``null_rejection`` (each ``rate``, ``mc_se``, ``sims``), the participants
-    used (``n_participants``) and what the figures mean (``meaning``)."""
+    ``groups``: LLM groups already simulated and fitted at this design (per-subject values on the
+    test's scale, ``power``: with the effect, ``null``: without it; a plan's fresh and calibration
+    studies, which no search simulation chose), tested against the participants as they are, without
+    simulating new ones; a key missing is simulated here.  Returns ``power`` and ``null_rejection``
+    (each ``rate``, ``mc_se``, ``sims``), the participants used (``n_participants``) and what the
+    figures mean (``meaning``)."""
+    from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.driver import run_study
+    from cogtestbed.validation.studies.model_studies import two_group_mle_row
 
     if spec.groups != 2 or spec.from_population is None:
         raise InputError("conditional power is of an LLM against a population's people: groups=2 and a population")
     ref = participants_reference(spec)
     base = spec.model_copy(update={"reference": ref, "people": None, "people_trials": None,
                                    **({"reps": int(sims)} if sims is not None else {})})
+    model = get_experiment(spec.experiment).model(spec.models[0])
     out: dict[str, Any] = {"n_participants": len(ref.values), "reference": ref.source}
     for key, size in (("power", spec.effect_size), ("null_rejection", 0.0)):
-        result = run_study(base.model_copy(update={"effect_size": size}), workers=workers)
-        hits = np.asarray(result.table["detected"], bool)
+        at = base.model_copy(update={"effect_size": size})
+        given = (groups or {}).get("power" if key == "power" else "null")
+        if given is not None:
+            hits = np.array([two_group_mle_row(at, model, ref.values, vb)["detected"] for vb in given], bool)
+        else:
+            hits = np.asarray(run_study(at, workers=workers).table["detected"], bool)
         p = float(hits.mean()) if hits.size else float("nan")
         out[key] = {"rate": p, "mc_se": float(np.sqrt(p * (1 - p) / hits.size)) if hits.size else float("nan"),
                     "sims": int(hits.size)}
@@ -66,17 +79,18 @@ def conditional_on_sample(spec: PowerStudy, sims: int | None = None, workers: in
     return out
 
 
-def conditional_section(spec: Any, sims: int, workers: int | None = None) -> dict[str, Any] | None:
+def conditional_section(spec: Any, sims: int, workers: int | None = None,
+                        groups: Mapping[str, Sequence[Any]] | None = None) -> dict[str, Any] | None:
     """The plan's ``power_conditional`` (:func:`conditional_on_sample` at the chosen design ``spec``,
-    ``sims`` studies each, on seeds of their own: :data:`CONDITIONAL_SEED_OFFSET`) where ``spec`` is an
-    LLM against a population's people; None otherwise (and, with the reason, where the population
-    carries no per-subject estimates)."""
+    ``sims`` studies each, on seeds of their own: :data:`CONDITIONAL_SEED_OFFSET`, or the LLM ``groups``
+    of the plan's fresh and calibration studies) where ``spec`` is an LLM against a population's people;
+    None otherwise (and, with the reason, where the population carries no per-subject estimates)."""
     if not (isinstance(spec, PowerStudy) and spec.people is not None and spec.from_population is not None):
         return None
     if not spec.from_population.estimates:
         return {"reason": f"population {spec.from_population.name} carries no per-subject estimates of its sample"}
     return conditional_on_sample(spec.model_copy(update={"seed": spec.seed + CONDITIONAL_SEED_OFFSET}), sims=sims,
-                                 workers=workers)
+                                 workers=workers, groups=groups)
 
 
 def conditional_words(section: dict[str, Any] | None) -> str:

@@ -462,6 +462,12 @@ def _people_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveMod
     return _PEOPLE[key]
 
 
+def forget_people() -> None:
+    """Empty this process's fitted people (:func:`_people_values`): a timing of a study's first task
+    then fits them as that task does (:func:`~cogtestbed.validation.design.estimate.plan_look_line`)."""
+    _PEOPLE.clear()
+
+
 #: Repetitions whose people a process keeps (:func:`_people_values`).
 PEOPLE_CACHE = 2000
 _PEOPLE: dict[Any, np.ndarray] = {}
@@ -478,21 +484,24 @@ REUSE_PREFIX = "reuse_"
 
 
 def _llm_block_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
-                      shape: tuple[int, int, Any], rng: np.random.Generator, seq: np.random.SeedSequence,
+                      shape: tuple[int, int, Any, bool], rng: np.random.Generator, seq: np.random.SeedSequence,
                       draw: int | None, known: Any = None) -> np.ndarray:
-    """The LLM group's per-subject values of an LLM-against-people study (on the test's scale) for
-    ``n`` subjects rounded up to whole :data:`LLM_BLOCK` blocks (``shape`` = (n, runs, design)): the
-    blocks in ``known`` (a plan's values of this repetition at a smaller size, whole blocks) are kept,
-    the others simulated and fitted.  The first ``n`` are the group's; every number is the same
-    whether a block was known or fitted here (``tests/test_plan_reuse.py``)."""
-    n, runs, design = shape
+    """The LLM group's per-subject values of an LLM-against-people study (on the test's scale) for its
+    ``n`` subjects (``shape`` = (n, runs, design, whole)), simulated in :data:`LLM_BLOCK` blocks: the
+    values in ``known`` (a plan's values of this repetition at a smaller size) are kept where they fill
+    whole blocks, the other blocks simulated and fitted: every subject of a block where ``whole`` (a
+    plan's search, whose next size extends them), else the first ``n`` only (a study of one size: a
+    subject's fit does not depend on the others').  The first ``n`` are the group's; every number is
+    the same whether a block was known or fitted here (``tests/test_plan_reuse.py``)."""
+    n, runs, design, whole = shape
     blocks = math.ceil(n / LLM_BLOCK)
+    want = blocks * LLM_BLOCK if whole else n
     true = power_parameters(spec, model, blocks * LLM_BLOCK, rng, draw=draw)
     seeds = seq.spawn(blocks)
     have = np.asarray([] if known is None else known, float)
     done = min(blocks, have.size // LLM_BLOCK)
-    if done == blocks:
-        return have[:blocks * LLM_BLOCK]
+    if have.size >= want:
+        return have[:want]
     tables = []
     for j in range(done, blocks):  # each block simulated on its own seed, all fitted in one call
         part = slice(j * LLM_BLOCK, (j + 1) * LLM_BLOCK)
@@ -500,7 +509,9 @@ def _llm_block_values(spec: PowerStudy, model: CognitiveModel, fitter: Cognitive
                                seed_of(seeds[j]), design, runs)
         table["subject"] = table["subject"] + (j - done) * LLM_BLOCK
         tables.append(table)
-    fits = fitter.fit_mle(pd.concat(tables, ignore_index=True))
+    trials = pd.concat(tables, ignore_index=True)
+    subjects = list(pd.unique(trials["subject"]))[:want - done * LLM_BLOCK]  # table order: the fit's order
+    fits = fitter.fit_mle(trials, subjects=subjects)
     new = on_scale(model.contrast(spec.effect, {p: fits[p].to_numpy() for p in model.parameters.names}),
                    effect_scale(model, spec.effect))
     return np.concatenate([have[:done * LLM_BLOCK], np.asarray(new, float)])
@@ -517,6 +528,47 @@ def people_design(exp: ExperimentSpec, trials: int | None) -> Any:
         return base
     per = trials_step(base, exp.trials_field) or 1
     return design_for_trials(exp, max(1, round(trials / per)) * per, {})
+
+
+def _groups_row(spec: PowerStudy, estimate: float, p_value: float, interval: tuple[float, float],
+                direction: float, test: str) -> dict[str, Any]:
+    """A two-group study's row.  ``direction``: the signed statistic a rejection's direction is read from
+    (the estimate; the rank test's relative effect), so a detection can be re-judged at another critical
+    p (people_level)."""
+    return {"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate, "p_value": p_value,
+            "lo": interval[0], "hi": interval[1], "direction": float(direction),
+            "detected": detected(p_value, direction, spec.effect_size,
+                                 spec.level if spec.critical_p is None else spec.critical_p),
+            "test": test}
+
+
+def two_group_mle_row(spec: PowerStudy, model: CognitiveModel, va: Any, vb: Any) -> dict[str, Any]:
+    """The row of a two-group MLE study from its groups' per-subject values on the test's scale (``va``
+    the first group: the other LLM, the people or a fixed sample; ``vb`` the second, the effect's):
+    a two-sided Welch t-test of ``vb − va`` (on the log scale for a log-scaled parameter), or the
+    Brunner–Munzel rank test where the effect's estimates sit at a bound (:func:`two_group_test`).
+    Non-finite values are dropped, as a fit that failed gives no estimate."""
+    va, vb = np.asarray(va, float), np.asarray(vb, float)
+    va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
+    scale = effect_scale(model, spec.effect)
+    estimate = float(vb.mean() - va.mean()) if va.size and vb.size else np.nan
+    lo, hi, p_value = np.nan, np.nan, float("nan")
+    what = f"log {spec.effect}" if scale == "log" else spec.effect
+    direction = estimate
+    if two_group_test(model, spec.effect) == "rank":  # the bounded-estimate rule: no interval
+        estimate, relative, p_value = rank_test(vb, va)
+        direction = relative
+        test = (f"two-sided Brunner-Munzel rank test of two groups' per-subject MLE of {spec.effect} "
+                f"(estimates at a bound; estimate: Hodges-Lehmann shift of {what})")
+    else:
+        if va.size > 1 and vb.size > 1:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = stats.ttest_ind(vb, va, equal_var=False)
+                ci = res.confidence_interval(1 - spec.level)
+            p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
+        test = f"two-sided Welch t-test of two groups' per-subject MLE ({what})"
+    return _groups_row(spec, estimate, p_value, (float(lo), float(hi)), float(direction), test)
 
 
 def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, Any], design: Any,
@@ -537,39 +589,23 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
     fitter = fitted_model(spec, model)
     reused: dict[str, np.ndarray] = {}
     if spec.method == "mle":
-        scale = effect_scale(model, spec.effect)
         if spec.reference is not None:
             va = np.asarray(spec.reference.values, float)
         elif spec.people is not None:
             known = task.get("reuse") or {}
             va = known["people"] if known.get("people") is not None else \
                 _people_values(spec, model, fitter, exp, rng_a, seq_a, draw)
-            reused = {"people": va, "llm": _llm_block_values(spec, model, fitter, exp, (n, runs, design), rng_b,
-                                                             seq_b, draw, known.get("llm"))}
+            # whole blocks only where a larger size will extend them (a plan's search)
+            shape = (n, runs, design, "reuse" in task and not task.get("one_size"))
+            reused = {"people": va, "llm": _llm_block_values(spec, model, fitter, exp, shape, rng_b, seq_b, draw,
+                                                             known.get("llm"))}
             va = np.asarray(va, float)
         else:
             va = _group_values(spec, model, fitter, exp, power_parameters(null, model, n, rng_a, draw=draw), n, seq_a,
                                design, runs)
         vb = reused["llm"][:n] if reused else _group_values(spec, model, fitter, exp, power_parameters(
             spec, model, n, rng_b, draw=draw), n, seq_b, design, runs)
-        va, vb = va[np.isfinite(va)], vb[np.isfinite(vb)]
-        estimate, lo, hi, p_value = float(vb.mean() - va.mean()) if va.size and vb.size else np.nan, np.nan, \
-            np.nan, float("nan")
-        what = f"log {spec.effect}" if scale == "log" else spec.effect
-        direction = estimate
-        if two_group_test(model, spec.effect) == "rank":  # the bounded-estimate rule: no interval
-            estimate, relative, p_value = rank_test(vb, va)
-            direction = relative
-            test = (f"two-sided Brunner-Munzel rank test of two groups' per-subject MLE of {spec.effect} "
-                    f"(estimates at a bound; estimate: Hodges-Lehmann shift of {what})")
-        else:
-            if va.size > 1 and vb.size > 1:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    res = stats.ttest_ind(vb, va, equal_var=False)
-                    ci = res.confidence_interval(1 - spec.level)
-                p_value, lo, hi = float(res.pvalue), float(ci.low), float(ci.high)
-            test = f"two-sided Welch t-test of two groups' per-subject MLE ({what})"
+        row = two_group_mle_row(spec, model, va, vb)
     else:
         da = _group_draws(spec, model, fitter, exp, power_parameters(null, model, n, rng_a, draw=draw), n, seq_a,
                           design, runs, fit_seed)
@@ -582,13 +618,7 @@ def task_power_groups(spec: PowerStudy, exp: ExperimentSpec, task: Mapping[str, 
         test = (f"{100 * (1 - spec.level):.0f}% posterior interval of the difference of two groups' population "
                 "values excludes 0")
         direction = estimate
-    # ``direction``: the signed statistic a rejection's direction is read from (the estimate; the rank
-    # test's relative effect), so a detection can be re-judged at another critical p (people_level)
-    row = {"effect": spec.effect, "effect_size": spec.effect_size, "estimate": estimate, "p_value": p_value,
-           "lo": lo, "hi": hi, "direction": float(direction),
-           "detected": detected(p_value, direction, spec.effect_size,
-                                spec.level if spec.critical_p is None else spec.critical_p),
-           "test": test}
+        row = _groups_row(spec, estimate, p_value, (float(lo), float(hi)), float(direction), test)
     if "reuse" in task and reused:  # a plan keeps both groups' fits for its next design (PowerEvaluator)
         row.update({f"{REUSE_PREFIX}{k}": v for k, v in reused.items()})
     return pd.DataFrame([row])

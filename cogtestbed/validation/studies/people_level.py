@@ -58,10 +58,16 @@ def calibrate_people_test(spec: PowerStudy, null_sims: int, target: float, worke
         raise InputError("the calibrated critical p-value is of the two-group MLE test: groups=2, method='mle'")
     null = spec.model_copy(update={"effect_size": 0.0, "reps": int(null_sims), "critical_p": None,
                                    "seed": spec.seed + CALIBRATION_SEED_OFFSET})
-    p = np.asarray(run_study(null, workers=workers).table["p_value"], float)
+    return calibration_from_nulls(run_study(null, workers=workers).table["p_value"], target, spec.level)
+
+
+def calibration_from_nulls(p_values: Any, target: float, level: float) -> dict[str, Any]:
+    """:func:`calibrate_people_test`'s figures from its null studies' p-values (a plan that ran them
+    itself passes them: :func:`calibrated_section`'s ``nulls``)."""
+    p = np.asarray(p_values, float)
     critical = calibrated_critical_p(p, target)
     return {"critical_p": critical, "target": target, "null_sims": int(p.size),
-            "rejected": int(np.sum(p < critical)), "nominal_rejected": int(np.sum(p < spec.level))}
+            "rejected": int(np.sum(p < critical)), "nominal_rejected": int(np.sum(p < level))}
 
 
 def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[str, Any]:
@@ -81,7 +87,8 @@ def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[s
             "sims": int(hits.size)}
 
 
-def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None = None) -> dict[str, Any] | None:
+def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None = None,
+                       nulls: Any = None) -> dict[str, Any] | None:
     """A plan's ``calibrated_test`` (issue 68) where ``spec`` is an LLM against a population's
     people by MLE; None otherwise: :func:`calibrate_people_test` at the chosen design with as many
     null studies as ``fresh`` has rows, at ``target``, and the power of the calibrated test
@@ -90,7 +97,9 @@ def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None
     used), not the studies whose power chose the design (they favour it) and without simulating
     effect studies again; with its MC SE and what the calibration assumes (``assumes``).  Where
     ``target`` is not above 0 (too few null studies to calibrate below α with a margin) or there are
-    no fresh studies, the reason instead."""
+    no fresh studies, the reason instead.  ``nulls``: those null studies' rows where the caller ran them
+    (a plan: :func:`~cogtestbed.validation.design.plan.calibration_nulls`, the same tasks and seeds),
+    else they are run here on ``workers`` processes."""
     if not (isinstance(spec, PowerStudy) and spec.people is not None and spec.method == "mle" and spec.groups == 2):
         return None
     sims = 0 if fresh is None else len(fresh)
@@ -99,7 +108,8 @@ def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None
     if target <= 0.0:
         return {"reason": f"{sims} null studies cannot calibrate the test below alpha {spec.level:g} with its "
                           "margin: plan with a smaller --mc-se"}
-    out = calibrate_people_test(spec, sims, target, workers)
+    out = calibrate_people_test(spec, sims, target, workers) if nulls is None else \
+        calibration_from_nulls(nulls["p_value"], target, spec.level)
     out["power"] = {**calibrated_power(fresh, out["critical_p"], spec.effect_size),
                     "studies": "fresh studies at the chosen design (not those whose power chose it)"}
     out["assumes"] = ("the population generates both groups' data (the LLM's under no effect as the people's); the "
@@ -117,4 +127,4 @@ def calibrated_words(section: dict[str, Any] | None) -> str:
 
 
 __all__ = ["CALIBRATION_SEED_OFFSET", "calibrate_people_test", "calibrated_critical_p", "calibrated_power",
-           "calibrated_section", "calibrated_words"]
+           "calibrated_section", "calibrated_words", "calibration_from_nulls"]

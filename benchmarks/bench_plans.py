@@ -10,8 +10,9 @@ its CPU seconds of the main process alone (the serial part) and, from the two, a
 idle cores (``main + workers / 2``: :func:`idle_wall`, what a loaded machine can still say), and whether the
 plan's own estimate line ("a look of N-M simulations takes X to Y") contains the measured time of every look
 (each look's wall from the times the plan's lines were read: :func:`look_seconds`) and of the search's seconds
-over the designs it searched.  A command whose files are not here (a
-``--pilot runs/pilot``) or that elides its arguments (``…``) is listed as skipped; a plan that exits with
+over the designs it searched.  A plan reading a pilot the docs make (``--pilot runs/pilot``, ``--pilot
+pilot.parquet``) reads one made by the docs' own command first (:data:`PILOTS`, not timed); a command whose
+other files are not here or that elides its arguments (``…``) is listed as skipped; a plan that exits with
 an error prints its last line.
 
     python benchmarks/bench_plans.py                      # every plan, each stopped at --limit s
@@ -43,6 +44,14 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
+#: The pilots the documented plans read, each made by the command the docs make it with (the commands appear in
+#: docs/plan.md and docs/prompt-forms.md: ``tests/test_bench_plans.py``); made once per run, in a temporary
+#: folder, before the plans that read them are timed (their own time is not counted).
+PILOTS = {
+    "runs/pilot": "cogtestbed run instrumental-learning --llm hf:tiny-random --subjects 3 --seed 1 -o {out}",
+    "pilot.parquet": "cogtestbed simulate instrumental-learning -a rw-pm --subjects 80 --forms 8 --form-sd "
+                     "alpha_pos=0.15 -o {out}",
+}
 LOOK = re.compile(r"a look of [\d,]+-[\d,]+ simulations takes (?P<lo>[^ ]+(?: [^ ]+)*?) to (?P<hi>.+?) "
                   r"(?:before|on \d+ workers?)")
 
@@ -159,11 +168,30 @@ def idle_wall(cpu: float, main_cpu: float, cores: int = 2) -> float:
     return main_cpu + workers / cores
 
 
+_PILOT_DIR: list[tempfile.TemporaryDirectory[str]] = []
+
+
+def made_pilot(name: str, root: Path = ROOT) -> Path:
+    """The pilot ``name`` of :data:`PILOTS`, made by its documented command in a temporary folder kept for the
+    process (once per checkout ``root``)."""
+    if not _PILOT_DIR:
+        _PILOT_DIR.append(tempfile.TemporaryDirectory())
+    out = Path(_PILOT_DIR[0].name) / str(abs(hash(str(root)))) / name
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        argv = shlex.split(PILOTS[name].format(out=out))[1:]
+        subprocess.run([sys.executable, "-m", "cogtestbed", *argv], check=True, cwd=root, capture_output=True,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+    return out
+
+
 def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None = None) -> dict[str, Any]:
     """Run one documented plan from checkout ``root`` (its package first on the path); its figures."""
     argv = shlex.split(command)[1:]
     if "…" in command or "..." in command:
         return {"status": "skipped: arguments elided"}
+    if "--pilot" in argv and argv[argv.index("--pilot") + 1] in PILOTS:
+        argv[argv.index("--pilot") + 1] = str(made_pilot(argv[argv.index("--pilot") + 1], root))
     for flag in ("--pilot", "--human", "--prices"):
         if flag in argv and not (ROOT / argv[argv.index(flag) + 1]).exists():
             return {"status": f"skipped: {flag} {argv[argv.index(flag) + 1]} not here"}

@@ -77,3 +77,11 @@ def test_a_look_below_a_size_already_fitted_is_told_apart() -> None:
             (9.3, "30 subjects, repetitions=1 (98 trials per run): power 0.77 ± 0.04 MC SE [0.68, 0.84] (96 sims)\n")]
     assert bench.reused_looks(said) == [False, False, True]
     assert bench.look_seconds(said) == pytest.approx([2.0, 7.0, 0.3])
+
+
+def test_the_pilots_are_made_by_the_docs_own_commands() -> None:
+    """Each pilot a documented plan reads is made by the command the docs make it with, word for word."""
+    pages = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in
+                     [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+    for name, command in _bench().PILOTS.items():
+        assert command.format(out=name) in pages.replace(" \\ ", " "), name

@@ -142,11 +142,12 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
                    llm="openai:gpt-4o-mini", looks="auto", seq_sims=200, null_sims=200, workers=2)
     seq = plan.sequential
     assert seq is not None and seq.get("chosen", True) is not None, seq.get("reason")
-    assert seq["null"]["rejection_rate"] <= 0.05 and seq["null"]["sims"] == 200
+    assert seq["null"]["rejection_rate"] <= 0.05 and seq["null"]["sims"] == seqauto.FRESH_NULL_FACTOR * 200
     check = seq["null"]["type1_check"]  # issue 47: the fresh type-I with its one-sided upper bound
-    assert check["sims"] == 200 and check["upper"] > check["rate"] and check["meets"] == (check["upper"] <= 0.05)
+    fresh = seqauto.FRESH_NULL_FACTOR * 200  # issue 71: twice as many fresh nulls as a calibration set
+    assert check["sims"] == fresh and check["upper"] > check["rate"] and check["meets"] == (check["upper"] <= 0.05)
     est = seq["saving"]["estimate"]
-    assert est["interval"][0] < est["percent"] < est["interval"][1] and est["fixed_type1"]["sims"] == 200
+    assert est["interval"][0] < est["percent"] < est["interval"][1] and est["fixed_type1"]["sims"] == fresh
     assert est["interval_method"].startswith("joint percentile bootstrap")  # issue 68: null and effect together
     nominal = seq["saving"]["nominal"]  # issue 68: against the fixed plan at nominal alpha
     assert nominal["interval"][0] < nominal["percent"] < nominal["interval"][1] and nominal["alpha"] == 0.05

@@ -115,7 +115,7 @@ def test_auto_plan_type1_bound_held_on_more_fresh_nulls() -> None:
     200 studies per set) prints its fresh type-I with the one-sided upper bound and MC SE, and its chosen
     bounds, re-run on 2,000 further null studies of a seed stream no part of the plan used (the same
     statistic), keep the one-sided 95 % upper bound ≤ .05 (about 40 CPU s)."""
-    from cogtestbed.validation.design.seqauto import plan_auto, strip_futility
+    from cogtestbed.validation.design.seqauto import FRESH_NULL_FACTOR, plan_auto, strip_futility
     from cogtestbed.validation.design.seqfair import type1_check
     from cogtestbed.validation.design.seqplan import direction, null_spec, operate
     from cogtestbed.validation.design.seqsim import Simulator
@@ -125,7 +125,7 @@ def test_auto_plan_type1_bound_held_on_more_fresh_nulls() -> None:
     chosen = auto.result.chosen
     assert chosen is not None
     fresh = type1_check(int(chosen.null.rejected.sum()), chosen.null.sims, 0.05)
-    assert fresh["sims"] == 200 and fresh["upper"] > fresh["rate"] and chosen.null.mc_se > 0
+    assert fresh["sims"] == FRESH_NULL_FACTOR * 200 and fresh["upper"] > fresh["rate"] and chosen.null.mc_se > 0
     sizes = chosen.bounds.sizes
     sim = Simulator(96, 1, sizes[-1], tuple(sizes), 2000, spec.seed, 2, width=4, fit=AUTO_FIT)
     (nul,) = sim.run([(null_spec(spec), 17, None)])

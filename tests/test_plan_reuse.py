@@ -124,3 +124,45 @@ def test_a_plans_calibration_nulls_are_the_calibrations_own_studies_and_the_cond
     out = conditional_on_sample(at, sims=6, workers=1, groups=groups)
     assert seen == [] and out["power"]["sims"] == out["null_rejection"]["sims"] == 6
     assert 0.0 <= out["null_rejection"]["rate"] <= out["power"]["rate"] <= 1.0
+
+
+def test_an_extended_size_range_reuses_every_design_and_says_each_once(monkeypatch) -> None:
+    """A plan whose default size range grows (``Planner.extend_sizes``) searches its combination again
+    from the smallest size: the designs it looked at before reuse their simulated studies (none is
+    simulated twice) and their power is said once (the λ + 0.5 plan of docs/human-data.md printed its
+    10-subject design a second time after "the subjects range is extended to 400").  The studies are
+    stand-ins (each repetition detects the effect where its uniform is below 1 − exp(−n/8)), so only the
+    search runs."""
+    from collections import Counter
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.plan import Planner
+    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.validation.design.space import design_axes
+
+    exp = get_experiment("instrumental-learning")
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.5, seed=3)
+    simulated: Counter[tuple[int, int]] = Counter()
+
+    def run(self, payload, tasks):
+        for t in tasks:
+            simulated[t["n_subjects"], t["rep"]] += 1
+        u = np.array([np.random.default_rng([5, t["rep"]]).random() for t in tasks])
+        power = 1 - np.exp(-np.array([t["n_subjects"] for t in tasks]) / 8)
+        return [pd.DataFrame({"rep": [t["rep"] for t in tasks], "detected": u < power})]
+
+    monkeypatch.setattr(PowerEvaluator, "_run", run)
+    size, others = design_axes(spec, exp, "4:6", None, "48")
+    said: list[str] = []
+    planner = Planner(spec, Pricer(exp, ("openai:gpt-4o-mini",), seed=3), size, others, target=0.8,
+                      extend_to=48, on_progress=said.append)
+    for combo in planner.combos([a.coarse() for a in planner.others]):
+        planner.search_combo(combo)
+    planner.extend_sizes()
+    assert any("range is extended to 12" in s for s in said)
+    looks = Counter(s.split(" subjects,")[0] for s in said if ": power " in s)
+    assert looks["4"] == 1 and max(looks.values()) == 1, said  # the 4-subject design is looked at twice, said once
+    assert max(simulated.values()) == 1  # no (design, repetition) simulated twice
+    assert sum(simulated.values()) == planner.power.simulations == sum(planner.power.done.values())
+    assert planner.best is not None and planner.best[1].subjects > 6

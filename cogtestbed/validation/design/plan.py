@@ -171,6 +171,9 @@ class Planner:
         self.notes: list[str] = []
         #: The power ceiling of a fixed group of people, once shown below the target (:mod:`.ceiling`).
         self.ceiling: Ceiling | None = None
+        #: Simulations of each design when its power was last said: a look at a design already decided
+        #: (the extended range's search walks its ladder again) reuses its studies and says nothing new.
+        self.said: dict[Point, int] = {}
 
     # -- points and prices ---------------------------------------------------------------
     def point(self, size: int, combo: Mapping[str, int]) -> Point:
@@ -213,14 +216,18 @@ class Planner:
 
         Every simulated design is priced (:meth:`evaluated`), so its dry run starts on the pool's
         workers once its first batch is in (:meth:`Pricer.submit`): the prompts are rendered while
-        the search goes on, not one design after another at its end."""
+        the search goes on, not one design after another at its end.  A design looked at before
+        (:meth:`extend_sizes` searches a combination again from its smallest size) reuses its
+        simulations (:meth:`PowerEvaluator.ensure` runs only missing ones) and is not said again."""
         sims = max(FIRST_BATCH, self.power.done.get(point, 0))
         while True:
             est = self.power.ensure(point, sims)
             if self.power.pool is not None:
                 self.pricer.submit(self.power.pool, self.design(point), self.sessions(point))
             if decided(est, self.target):
-                self.say(f"{point.label(self.size.name, self.spec)}: power {rate_text(est.rate, est.sims)}")
+                if self.said.get(point) != est.sims:
+                    self.said[point] = est.sims
+                    self.say(f"{point.label(self.size.name, self.spec)}: power {rate_text(est.rate, est.sims)}")
                 return est
             sims = min(2 * sims, DECIDE_MAX_SIMS)
 

@@ -129,6 +129,53 @@ def test_a_plan_against_a_human_table_refuses_other_trials_than_the_samples_befo
     assert code == 2 and len(err) == 1 and err[0].startswith("error: --trials must be the people's own 96 trials")
 
 
+def test_other_trials_than_the_peoples_are_refused_before_the_experiment_is_imported(tmp_path) -> None:
+    """Issue 71: what a request alone can refuse is refused in under a second.  Other ``--trials`` than the
+    people's (a ``--human`` Parquet table's most common count, with one subject short; a population's) are
+    refused by the command line in the study's own line and exit 2, in under 1 s of CPU, before the experiment's
+    module, numba or pandas is imported (1.2 s CPU before; the table's ``subject`` column alone is read); the
+    people's own count passes that check, and a table an importer reads is left to the study's check."""
+    import json
+    import resource
+    import subprocess
+    import sys
+
+    import cogtestbed as ct
+    from cogtestbed.registry import write_trials
+    from cogtestbed.request import build
+    from cogtestbed.validation.design.people_trials import refuse_other_trials
+    from cogtestbed.validation.design.plan_options import PlanRequest
+
+    people = ct.simulate("instrumental-learning", agent="rw", subjects=4, seed=4, params={"alpha": 0.3, "beta": 5.0})
+    path = write_trials(people.iloc[:-10], tmp_path / "people.parquet", {"source": "a stand-in for people"})
+    probe = ("import json, sys\nfrom cogtestbed.cli import run_cli\ncode = run_cli(sys.argv[1:])\n"
+             "print(json.dumps([code, [m for m in ('numba', 'pandas', 'cogtestbed.inference.instrumental') "
+             "if m in sys.modules]]))")
+    base = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "alpha_pos=0.1", "--llm",
+            "openai:gpt-4o-mini", "--trials", "192", "-o", str(tmp_path / "p")]
+    for people_option, whom in ((["--human", str(path)], f"the --human sample {path}"),
+                                (["--population", "human:cogbench-instrumental"], "a population's people")):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        proc = subprocess.run([sys.executable, "-c", probe, *base, *people_option], capture_output=True, text=True,
+                              timeout=120)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        code, imported = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert code == 2 and imported == [] and cpu < 1.0, (code, imported, cpu)
+        assert proc.stderr.strip() == (f"error: --trials must be the people's own 96 trials per subject in a plan "
+                                       f"against {whom}: with unequal trials the per-subject estimates differ in "
+                                       "precision and the two-group test does not hold its level (docs/human-data.md)")
+    kw = {"experiment": "instrumental-learning", "model": "rw-pm", "effect": "alpha_pos=0.1",
+          "llm": "openai:gpt-4o-mini"}
+    refuse_other_trials("power", build(PlanRequest, {**kw, "human": str(path), "trials": 96}))  # their own: passes
+    refuse_other_trials("power", build(PlanRequest, {**kw, "human": people, "trials": "96"}))
+    csv = tmp_path / "people.csv"
+    people.to_csv(csv, index=False)
+    refuse_other_trials("power", build(PlanRequest, {**kw, "human": str(csv), "trials": 192}))  # an importer's
+    with pytest.raises(InputError, match="own 96 trials per subject in a plan against the `human` sample the human"):
+        refuse_other_trials("power", build(PlanRequest, {**kw, "human": people, "trials": "48:96"}))
+
+
 def test_a_plan_against_people_of_a_session_pooling_experiment_pools_one_session_per_llm_subject(
         monkeypatch) -> None:
     """Two-step pools sessions per subject (its declared power study: 20): against Shahar's people (317 trials

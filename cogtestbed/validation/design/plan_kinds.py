@@ -216,13 +216,18 @@ def check_before_import(experiment: Any, req: PlanRequest) -> None:
     (:func:`~cogtestbed.validation.design.facts.shipped_facts`), before the experiment's module and its
     numerical libraries are imported: a refused request comes in well under a second from a cold command line.
     A kind whose check reads more than the facts (:attr:`~cogtestbed.validation.design.kinds.PlanKind.facts`
-    false), or an experiment whose facts are not shipped, is checked by :func:`plan_request` alone."""
+    false), or an experiment whose facts are not shipped, is checked by :func:`plan_request` alone.  Then a plan
+    against people refuses trials other than theirs (:func:`~cogtestbed.validation.design.people_trials.
+    refuse_other_trials`: their table's ``subject`` column or their population file read, nothing imported)."""
     from cogtestbed.validation.design.facts import shipped_facts
 
     kind = choose_kind(req)
     facts = shipped_facts(experiment) if kind.facts else None
     if facts is not None:
         check_request(kind, facts, req)
+        from cogtestbed.validation.design.people_trials import refuse_other_trials
+
+        refuse_other_trials(kind.name, req)  # the people's own trials, from their table or population file alone
 
 
 def plan_request(exp: Any, req: PlanRequest, ctx: PlanContext) -> tuple[PlanKind, Planned]:

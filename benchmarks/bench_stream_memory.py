@@ -7,7 +7,8 @@ read back a row group at a time and the first ``--recover`` subjects (default: a
 per-subject MLE, chunk by chunk, their estimates kept (two floats a subject) and correlated with the
 truth.  Target: each peak < 1 GB at any subject count, time linear in subjects.
 
-    python benchmarks/bench_stream_memory.py --subjects 1000000            # the issue's figure (hours of MLE)
+    python benchmarks/bench_stream_memory.py --subjects 1000000            # the issue's figure (an hour of MLE)
+    python benchmarks/bench_stream_memory.py --subjects 1000000 --record stream-memory-million  # into a results file
     python benchmarks/bench_stream_memory.py --subjects 100000 --recover 5000
     python benchmarks/bench_stream_memory.py --study 1000 10000           # ct.recover's peak, flat in subjects
 
@@ -104,27 +105,32 @@ def child(code: str, *args: str) -> tuple[str, float, float, float]:
 
 
 def run(subjects: int, recover: int | None = None, seed: int = 71, batch_rows: int = 0,
-        report: bool = True) -> dict[str, float]:
+        report: bool = True, lines: list[str] | None = None) -> dict[str, float]:
     """Simulate ``subjects`` RW subjects to Parquet and recover the first ``recover`` (default all), each
     step in its own process; returns each step's wall, CPU and peak RSS (GiB, the process's own) and the
     recovery's correlations.  ``batch_rows``: the recovery reads that many rows at a time (0: a Parquet row
-    group at a time, about 48 MiB of table)."""
+    group at a time, about 48 MiB of table); ``lines`` collects what it prints."""
+    lines = [] if lines is None else lines
+
+    def say(line: str) -> None:
+        lines.append(line)
+        if report:
+            print(line, flush=True)
+
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "trials.parquet")
         out, wall, cpu, _ = child(SIMULATE, str(subjects), str(seed), path)
         rows, peak = int(out.split()[0]), float(out.split()[1])
-        if report:
-            print(f"simulate {subjects:,} subjects ({rows:,} trials): wall {wall:.1f} s, CPU {cpu:.1f} s, "
-                  f"peak RSS {peak:.2f} GiB", flush=True)
+        say(f"simulate {subjects:,} subjects ({rows:,} trials): wall {wall:.1f} s, CPU {cpu:.1f} s, "
+            f"peak RSS {peak:.2f} GiB")
         limit = subjects if recover is None else recover
         result, wall2, cpu2, _ = child(RECOVER, path, str(limit), str(batch_rows))
     r = json.loads(result)
-    if report:
-        how = f"{batch_rows:,} rows at a time" if batch_rows else "by row group"
-        print(f"recover {r['fitted']:,} subjects (per-subject MLE, streamed {how}): "
-              f"wall {wall2:.1f} s, CPU {cpu2:.1f} s ({1000 * cpu2 / max(1, r['fitted']):.1f} ms a subject), "
-              f"peak RSS {r['peak_gib']:.2f} GiB; r(alpha) {r['r_alpha']:.3f}, r(log beta) {r['r_beta']:.3f}")
-        print("peak < 1 GB:", max(peak, r["peak_gib"]) * 2**30 < 1e9)
+    how = f"{batch_rows:,} rows at a time" if batch_rows else "by row group"
+    say(f"recover {r['fitted']:,} subjects (per-subject MLE, streamed {how}): "
+        f"wall {wall2:.1f} s, CPU {cpu2:.1f} s ({1000 * cpu2 / max(1, r['fitted']):.1f} ms a subject), "
+        f"peak RSS {r['peak_gib']:.2f} GiB; r(alpha) {r['r_alpha']:.3f}, r(log beta) {r['r_beta']:.3f}")
+    say(f"peak < 1 GB: {max(peak, r['peak_gib']) * 2**30 < 1e9}")
     return {"simulate_wall": wall, "simulate_cpu": cpu, "simulate_peak_gib": peak, "recover_wall": wall2,
             "recover_cpu": cpu2, "recover_peak_gib": r["peak_gib"], "fitted": r["fitted"],
             "r_alpha": r["r_alpha"], "r_beta": r["r_beta"]}
@@ -150,12 +156,30 @@ def main() -> None:
     ap.add_argument("--batch-rows", type=int, default=0, help="rows the recovery reads at a time (0: a row group)")
     ap.add_argument("--study", type=int, nargs="*", default=None, metavar="N",
                     help="instead: `ct.recover` of N RW subjects in its own process, for each N given")
+    ap.add_argument("--record", metavar="NAME", default=None,
+                    help="also write what it prints to benchmarks/studies/results/NAME.json")
     args = ap.parse_args()
     if args.study:
         for n in args.study:
             run_study(n, args.seed)
         return
-    run(args.subjects, args.recover, args.seed, args.batch_rows)
+    lines: list[str] = []
+    run(args.subjects, args.recover, args.seed, args.batch_rows, lines=lines)
+    if args.record:
+        record(args.record, " ".join(["python benchmarks/bench_stream_memory.py", *sys.argv[1:]]), lines)
+
+
+def record(name: str, command: str, lines: list[str]) -> None:
+    """Write the printed ``lines`` of ``command`` to the results file ``NAME`` (``benchmarks/studies/recorded.py``),
+    with the machine's load average at the end of the run (the wall times depend on it)."""
+    import os
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "studies"))
+    import recorded
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    recorded.write(name, command, [], output=lines,
+                   notes=f"Load average at the end of the run (1, 5, 15 min): {load}, on 2 cores.")
 
 
 if __name__ == "__main__":

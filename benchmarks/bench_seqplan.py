@@ -15,7 +15,8 @@ the CPU columns.
         # issue 40's two-LLM two-step plan (5 looks, gpt-4o vs gpt-4o-mini; --fixed: the fixed plan, gpt-4o
         # for both): wall and CPU seconds of the process and its workers, $ and the design
     python benchmarks/bench_seqplan.py --path-cost 20   # CPU s per simulated path of that 5-look plan
-    python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1]
+    python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1] \
+        [--baseline DIR]   # DIR: another checkout whose --looks auto is timed in the same alternation
         # issue 54 item 4: the fixed plan vs plan --looks auto (whole processes): wall, CPU, subjects
         # fitted, CPU per fitted subject, the chosen design's fresh type-I with its upper bound and MC SE, and the
         # ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
@@ -168,27 +169,32 @@ def path_cost(paths: int) -> None:
           f"({paths} paths; load {one:.1f}/{five:.1f})")
 
 
-def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None) -> None:
+def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None, baseline: Path | None = None) -> None:
     """The fixed plan and ``plan --looks auto`` of the same cell, alternating, ``rounds`` times each (after one
     untimed fixed plan that fills the caches): wall and CPU of each whole process with its workers, the
     subjects each fitted (the fixed search's power studies; the sequential part's ``units_simulated``) and
-    the ratio of the medians."""
+    the ratio of the medians; ``baseline``: also ``--looks auto`` of that checkout's code (``auto-base``) in
+    the same alternation, and the ratio of the two."""
     common = ["--workers", str(workers)]
     sizes = (["--seq-sims", str(seq_sims)] if seq_sims else []) + (["--null-sims", str(null_sims)] if null_sims else [])
     runs = {"fixed": [*FIXED[:-3], *common, "--json"], "auto": [*FIXED[:-3], *common, "--json", "--looks", "auto",
                                                                *sizes]}
+    code = {"fixed": ROOT, "auto": ROOT}
+    if baseline is not None:
+        runs["auto-base"], code["auto-base"] = runs["auto"], baseline
+        print(f"auto-base: the code of {baseline}", flush=True)
     print("$ cogtestbed", " ".join(runs["auto"]), flush=True)
-    times: dict[str, list[tuple[float, float]]] = {"fixed": [], "auto": []}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     with tempfile.TemporaryDirectory(prefix="bench-seqauto-") as tmp:
         timed(runs["fixed"], Path(tmp))
         for r in range(rounds):
             for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-                wall, cpu, payload = timed(runs[name], Path(tmp))
+                wall, cpu, payload = timed(runs[name], Path(tmp), code[name])
                 times[name].append((wall, cpu))
                 search = payload["search"]
                 fits = sum(e["sims"] * e["subjects"] for e in payload["evaluated"])
                 load = "/".join(f"{x:.1f}" for x in os.getloadavg()[:2])
-                line = (f"round {r + 1} {name:5s}: wall {wall:7.1f} s  CPU {cpu:7.1f} s  (load {load}); fixed search "
+                line = (f"round {r + 1} {name:9s}: wall {wall:7.1f} s  CPU {cpu:7.1f} s  (load {load}); fixed search "
                         f"{search['cpu_seconds']:.1f} s CPU, {fits:,} subjects fitted")
                 seq = payload.get("sequential") or {}
                 if "units_simulated" in seq:
@@ -199,8 +205,12 @@ def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None)
                 if "type1_check" in seq.get("null", {}):
                     print(_auto_guarantees(seq), flush=True)
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
-    print(f"auto / fixed: wall {med['auto'][0] / med['fixed'][0]:.2f}x, CPU {med['auto'][1] / med['fixed'][1]:.2f}x "
-          f"(target: wall <= 2x on 2 idle cores; on a shared machine compare CPU)")
+    for name in [n for n in runs if n != "fixed"]:
+        print(f"{name} / fixed: wall {med[name][0] / med['fixed'][0]:.2f}x, CPU {med[name][1] / med['fixed'][1]:.2f}x "
+              f"(target: wall <= 2x on 2 idle cores; on a shared machine compare CPU)")
+    if baseline is not None:
+        print(f"auto / auto-base: wall {med['auto'][0] / med['auto-base'][0]:.2f}x, "
+              f"CPU {med['auto'][1] / med['auto-base'][1]:.2f}x")
 
 
 def fits(n: int) -> None:
@@ -208,7 +218,8 @@ def fits(n: int) -> None:
     96-trial RW± subjects under the null and ``n`` under optimism bias 0.2: CPU ms a subject, the share within
     1e-3 of the full fitter's contrast, the null and effect means and the standardized effect (what the t-test's
     power rests on): the full fitter, coarse-start MLEs (grid nodes a parameter x BFGS starts; ``AUTO_FIT`` is
-    4 x 2 with at most 50 BFGS iterations a start, against 200 before), and grid posterior means of the contrast (no per-subject optimisation: the NLL on the grid alone)."""
+    4 x 2 with at most 50 BFGS iterations a start, against 200 before), and grid posterior means of the contrast (no
+    per-subject optimisation: the NLL on the grid alone)."""
     import time
 
     import numpy as np
@@ -284,8 +295,10 @@ def main() -> None:
         ap.add_argument("--workers", type=int, default=1)
         ap.add_argument("--seq-sims", type=int, default=None)
         ap.add_argument("--null-sims", type=int, default=None)
+        ap.add_argument("--baseline", type=Path, default=None,
+                        help="also time --looks auto of this checkout's code, alternating (e.g. the main checkout)")
         o = ap.parse_args()
-        auto(o.rounds, o.workers, o.seq_sims, o.null_sims)
+        auto(o.rounds, o.workers, o.seq_sims, o.null_sims, None if o.baseline is None else o.baseline.resolve())
         return
     if sys.argv[1:2] == ["--fits"]:
         fits(int(sys.argv[2]) if len(sys.argv) > 2 else 1500)

@@ -21,6 +21,7 @@ the CPU columns.
         # fitted, CPU per fitted subject, the chosen design's fresh type-I with its upper bound and MC SE, and the
         # ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
     python benchmarks/bench_seqplan.py --profile-auto 200   # cProfile of plan --looks auto's search
+    python benchmarks/bench_seqplan.py --search-cost 1000 [--baseline DIR]   # CPU of its serial search and bootstraps
     python benchmarks/bench_seqplan.py --fits 1500   # issue 71: per-subject statistics auto could simulate, compared
 """
 
@@ -91,6 +92,66 @@ def profile_auto(sims: int) -> None:
     prof.disable()
     print(f"{sims} studies per set: {res.result.subjects:,} subjects fitted, {time.process_time() - cpu:.1f} s CPU")
     pstats.Stats(prof).sort_stats("cumtime").print_stats(30)
+
+
+def search_cost(sims: int, baseline: Path | None, rounds: int = 2) -> None:
+    """CPU of ``plan --looks auto``'s serial main-process work (issue 71) at ``sims`` paths a set, each in a
+    process of its own, alternating with ``baseline``'s code where given: :func:`search_cost_child`."""
+    import subprocess
+
+    sides = [("this", ROOT)] + ([("baseline", baseline)] if baseline is not None else [])
+    for r in range(rounds):
+        for name, code in (sides if r % 2 == 0 else sides[::-1]):
+            env = {**os.environ, "PYTHONPATH": str(code)}
+            out = subprocess.run([sys.executable, __file__, "--search-cost-child", str(sims)], env=env, check=True,
+                                 capture_output=True, text=True).stdout.strip()
+            print(f"round {r + 1} {name:8s} ({code}): {out}; load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def search_cost_child(sims: int) -> None:
+    """The serial parts of ``plan --looks auto`` on synthetic Gaussian paths (``sims`` a set, the headline cell's
+    sizes: fixed size 26, maxima 20-36): the 108 rule shapes' bounds, the search's scoring of every rule, and the
+    fair comparator's two bootstraps (the smoothed comparator, 1,000 effect and 2,000 null paths; the joint
+    saving), CPU seconds of each."""
+    import time
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from cogtestbed.validation.design import seqauto
+    from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, joint_saving, smoothed_comparator
+    from cogtestbed.validation.design.seqplan import candidate_maxima, look_sizes
+
+    fixed_size, n_top = 26, math.ceil(seqauto.MAX_FACTOR * 26)
+    lo_fixed, lo = math.floor(FIXED_MIN_FACTOR * fixed_size), math.floor(seqauto.MIN_FACTOR * fixed_size)
+    looks = [k for k in seqauto.LOOKS if 2 * k <= n_top]
+    maxima = candidate_maxima(max(4, math.floor(seqauto.MIN_FACTOR * lo_fixed)), n_top, fixed_size)
+    fixed_sizes = candidate_maxima(lo_fixed, n_top, fixed_size)
+    sizes = tuple(sorted({n for k in looks for m in maxima if m >= 2 * k for n in look_sizes(m, k)}
+                         | set(fixed_sizes)))
+    rng = np.random.default_rng(5)
+
+    def paths(drift: float, reps: int) -> SimpleNamespace:
+        n = np.asarray(sizes, float)
+        steps = rng.normal(size=(reps, n.size)) * np.sqrt(np.diff(np.r_[0, n]))
+        z = (np.cumsum(steps, axis=1) + drift * n) / np.sqrt(n)
+        return SimpleNamespace(z=z, est=z / 10)
+
+    eff, cal, nul = paths(0.55, sims), paths(0.0, sims), paths(0.0, sims)
+    t0 = time.process_time()
+    seqauto.shapes(seqauto.calibration_level(0.05, sims), 0.8)
+    t1 = time.process_time()
+    found = seqauto.search(eff, cal, nul, sizes, maxima, fixed_sizes, lo, 0.05, 0.8, 1.0, False)
+    t2 = time.process_time()
+    cols = [sizes.index(n) for n in fixed_sizes]
+    null = np.vstack([cal.z[:, cols], nul.z[:, cols]])
+    smoothed_comparator(eff.z[:, cols], null, fixed_sizes, 1.0, 0.037, 0.8, 0)
+    t3 = time.process_time()
+    joint_saving({"effect": eff.z[:, cols], "null": null}, rng.random(2 * sims) < 0.037, rng.integers(0, 9, sims),
+                 list(np.linspace(1, 9, 9)), 0.3, fixed_sizes, 1.0, 0.05, 0.8, 0)
+    t4 = time.process_time()
+    print(f"rule shapes {t1 - t0:.2f} s CPU, scoring {found.searched['rules']:,} rules {t2 - t1:.2f} s, smoothed "
+          f"comparator {t3 - t2:.2f} s, joint saving {t4 - t3:.2f} s ({found.searched['passing']} rules passing)")
 
 
 #: Issue 40's two-LLM two-step comparison, fixed (gpt-4o for both LLMs: the target is <= $75 per LLM at
@@ -284,7 +345,7 @@ def _auto_guarantees(seq: dict) -> str:
             f"fresh type-I {chk['rate']:.4f} ± {n['mc_se']:.4f} (one-sided 95% upper bound {chk['upper']:.4f}, "
             f"{chk['sims']:,} fresh null studies; <= .05: {chk['upper'] <= 0.05}), power {e['rejection_rate']:.3f} ± "
             f"{e['mc_se']:.3f}; statistic: per-subject MLE from {fit.get('start_grid_size', 'the full')} grid points, "
-            f"{fit.get('n_starts', 'the model')} starts")
+            f"{fit.get('n_starts', 'the model')} starts, at most {fit.get('max_iter', 200)} BFGS iterations each")
 
 
 def main() -> None:
@@ -299,6 +360,16 @@ def main() -> None:
                         help="also time --looks auto of this checkout's code, alternating (e.g. the main checkout)")
         o = ap.parse_args()
         auto(o.rounds, o.workers, o.seq_sims, o.null_sims, None if o.baseline is None else o.baseline.resolve())
+        return
+    if sys.argv[1:2] == ["--search-cost"]:
+        ap = argparse.ArgumentParser(description="looks auto's serial search and bootstraps, CPU")
+        ap.add_argument("--search-cost", type=int, default=1000)
+        ap.add_argument("--baseline", type=Path, default=None)
+        o = ap.parse_args()
+        search_cost(o.search_cost, None if o.baseline is None else o.baseline.resolve())
+        return
+    if sys.argv[1:2] == ["--search-cost-child"]:
+        search_cost_child(int(sys.argv[2]))
         return
     if sys.argv[1:2] == ["--fits"]:
         fits(int(sys.argv[2]) if len(sys.argv) > 2 else 1500)

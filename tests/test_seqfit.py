@@ -59,9 +59,10 @@ def test_auto_fit_is_cheaper_and_recorded() -> None:
     # it (no max_iter) runs today's 200 iterations, and a fit never asks for more than the model's own
     assert (rec["max_iter"], rec["full_max_iter"]) == (50, MAX_ITER)
     assert "at most 50 iterations" in AUTO_FIT.words(model)
-    assert fit_of({"fit": rec}).fitter(model).bfgs_max_iter == 50
+    assert fit_of({"fit": rec}).fitter(model).bfgs_stop == (50, GTOL, FTOL)
     old = {k: v for k, v in rec.items() if k not in ("max_iter", "gtol", "ftol", "full_max_iter")}
-    assert fit_of({"fit": old}) == SubjectFit(4, 2) and fit_of({"fit": old}).fitter(model).bfgs_max_iter == MAX_ITER
+    assert fit_of({"fit": old}) == SubjectFit(4, 2)
+    assert fit_of({"fit": old}).fitter(model).bfgs_stop == (MAX_ITER, GTOL, FTOL)
     assert "max_iter" not in SubjectFit(4, 2).record(model) and SubjectFit(max_iter=500).fitter(model) is model
 
 

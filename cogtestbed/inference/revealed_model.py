@@ -312,7 +312,7 @@ class DissonantModel(CognitiveModel):
             row[P["kappa"]] = k
             starts.append(self.to_search(row))
         z, value, converged = mle_driver(self._kernel())(np.ascontiguousarray(starts), self.objective_args(data),
-                                                         self.bfgs_max_iter, self.bfgs_gtol, self.bfgs_ftol, np.inf)
+                                                         *self.bfgs_stop, np.inf)
         return self._result(self.to_natural(z), value, converged, data) if value < fit.nll else fit
 
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:

@@ -31,7 +31,7 @@ class SubjectFit:
     """How each subject's maximum-likelihood estimate is searched for: at most ``grid_points``
     start-grid nodes per parameter, ``n_starts`` BFGS starts and ``max_iter`` BFGS iterations a start,
     which stops at ‖∇f‖∞ < ``gtol`` or a relative decrease below ``ftol`` (None: the model's own;
-    :attr:`~cogtestbed.inference.base.CognitiveModel.bfgs_max_iter` and its neighbours)."""
+    :attr:`~cogtestbed.inference.base.CognitiveModel.bfgs_stop`)."""
 
     grid_points: int | None = None
     n_starts: int | None = None
@@ -69,7 +69,7 @@ class SubjectFit:
                "full_n_starts": model.n_starts, "full_start_grid_size": len(model.start_grid())}
         stop = self.stopping(model)
         if stop != _own_stopping(model):  # recorded where it differs: a plan without it runs the model's own
-            out.update({"max_iter": stop[0], "gtol": stop[1], "ftol": stop[2], "full_max_iter": model.bfgs_max_iter})
+            out.update({"max_iter": stop[0], "gtol": stop[1], "ftol": stop[2], "full_max_iter": model.bfgs_stop[0]})
         return out
 
     def words(self, model: CognitiveModel) -> str:
@@ -106,7 +106,7 @@ def fit_of(statistic: Mapping[str, Any] | None) -> SubjectFit:
 
 
 def _own_stopping(model: CognitiveModel) -> tuple[int, float, float]:
-    return model.bfgs_max_iter, model.bfgs_gtol, model.bfgs_ftol
+    return model.bfgs_stop
 
 
 @functools.lru_cache(maxsize=64)
@@ -115,8 +115,7 @@ def _coarse(cls: type[CognitiveModel], grid: int, starts: int, max_iter: int, gt
     """One instance (its start grid cached) of ``cls`` with ``grid`` nodes a parameter, ``starts``
     BFGS starts and their stopping rule: a subclass overriding those class settings and nothing else."""
     sub = type(f"{cls.__name__}Grid{grid}Starts{starts}Iter{max_iter}", (cls,),
-               {"grid_points": grid, "n_starts": starts, "bfgs_max_iter": max_iter, "bfgs_gtol": gtol,
-                "bfgs_ftol": ftol,
+               {"grid_points": grid, "n_starts": starts, "bfgs_stop": (max_iter, gtol, ftol),
                 "__doc__": f"{cls.__doc__ or cls.__name__} Searched from {grid} grid nodes a parameter, "
                            f"{starts} BFGS starts of at most {max_iter} iterations."})
     return sub()

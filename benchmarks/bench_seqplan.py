@@ -312,6 +312,7 @@ def fits(n: int) -> None:
 
     rows = {"full MLE (9^3 grid, 8 starts)": FULL_FIT, "auto MLE 4^3, 2 starts, <=50 it": AUTO_FIT,
             "MLE 4^3, 2 starts, <=200 it": SubjectFit(4, 2),
+            "  the same, <=50 it, gtol 1e-4": SubjectFit(4, 2, 50, 1e-4, 1e-9),
             "MLE 4^3 grid, 1 start": SubjectFit(4, 1), "MLE 5^3 grid, 2 starts": SubjectFit(5, 2),
             "grid posterior mean 4^3": grid_mean(4), "grid posterior mean 9^3": grid_mean(9)}
     got: dict[tuple[str, float], tuple[np.ndarray, float]] = {}

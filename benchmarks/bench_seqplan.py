@@ -15,11 +15,13 @@ the CPU columns.
         # issue 40's two-LLM two-step plan (5 looks, gpt-4o vs gpt-4o-mini; --fixed: the fixed plan, gpt-4o
         # for both): wall and CPU seconds of the process and its workers, $ and the design
     python benchmarks/bench_seqplan.py --path-cost 20   # CPU s per simulated path of that 5-look plan
-    python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1]
+    python benchmarks/bench_seqplan.py --auto [--workers 1] [--seq-sims 200 --null-sims 200] [--rounds 1] \
+        [--baseline DIR]   # DIR: another checkout whose --looks auto is timed in the same alternation
         # issue 54 item 4: the fixed plan vs plan --looks auto (whole processes): wall, CPU, subjects
         # fitted, CPU per fitted subject, the chosen design's fresh type-I with its upper bound and MC SE, and the
         # ratio (target: auto <= 2x the fixed plan's wall on 2 cores)
     python benchmarks/bench_seqplan.py --profile-auto 200   # cProfile of plan --looks auto's search
+    python benchmarks/bench_seqplan.py --search-cost 1000 [--baseline DIR]   # CPU of its serial search and bootstraps
     python benchmarks/bench_seqplan.py --fits 1500   # issue 71: per-subject statistics auto could simulate, compared
 """
 
@@ -90,6 +92,66 @@ def profile_auto(sims: int) -> None:
     prof.disable()
     print(f"{sims} studies per set: {res.result.subjects:,} subjects fitted, {time.process_time() - cpu:.1f} s CPU")
     pstats.Stats(prof).sort_stats("cumtime").print_stats(30)
+
+
+def search_cost(sims: int, baseline: Path | None, rounds: int = 2) -> None:
+    """CPU of ``plan --looks auto``'s serial main-process work (issue 71) at ``sims`` paths a set, each in a
+    process of its own, alternating with ``baseline``'s code where given: :func:`search_cost_child`."""
+    import subprocess
+
+    sides = [("this", ROOT)] + ([("baseline", baseline)] if baseline is not None else [])
+    for r in range(rounds):
+        for name, code in (sides if r % 2 == 0 else sides[::-1]):
+            env = {**os.environ, "PYTHONPATH": str(code)}
+            out = subprocess.run([sys.executable, __file__, "--search-cost-child", str(sims)], env=env, check=True,
+                                 capture_output=True, text=True).stdout.strip()
+            print(f"round {r + 1} {name:8s} ({code}): {out}; load {os.getloadavg()[0]:.1f}", flush=True)
+
+
+def search_cost_child(sims: int) -> None:
+    """The serial parts of ``plan --looks auto`` on synthetic Gaussian paths (``sims`` a set, the headline cell's
+    sizes: fixed size 26, maxima 20-36): the 108 rule shapes' bounds, the search's scoring of every rule, and the
+    fair comparator's two bootstraps (the smoothed comparator, 1,000 effect and 2,000 null paths; the joint
+    saving), CPU seconds of each."""
+    import time
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from cogtestbed.validation.design import seqauto
+    from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, joint_saving, smoothed_comparator
+    from cogtestbed.validation.design.seqplan import candidate_maxima, look_sizes
+
+    fixed_size, n_top = 26, math.ceil(seqauto.MAX_FACTOR * 26)
+    lo_fixed, lo = math.floor(FIXED_MIN_FACTOR * fixed_size), math.floor(seqauto.MIN_FACTOR * fixed_size)
+    looks = [k for k in seqauto.LOOKS if 2 * k <= n_top]
+    maxima = candidate_maxima(max(4, math.floor(seqauto.MIN_FACTOR * lo_fixed)), n_top, fixed_size)
+    fixed_sizes = candidate_maxima(lo_fixed, n_top, fixed_size)
+    sizes = tuple(sorted({n for k in looks for m in maxima if m >= 2 * k for n in look_sizes(m, k)}
+                         | set(fixed_sizes)))
+    rng = np.random.default_rng(5)
+
+    def paths(drift: float, reps: int) -> SimpleNamespace:
+        n = np.asarray(sizes, float)
+        steps = rng.normal(size=(reps, n.size)) * np.sqrt(np.diff(np.r_[0, n]))
+        z = (np.cumsum(steps, axis=1) + drift * n) / np.sqrt(n)
+        return SimpleNamespace(z=z, est=z / 10)
+
+    eff, cal, nul = paths(0.55, sims), paths(0.0, sims), paths(0.0, sims)
+    t0 = time.process_time()
+    seqauto.shapes(seqauto.calibration_level(0.05, sims), 0.8)
+    t1 = time.process_time()
+    found = seqauto.search(eff, cal, nul, sizes, maxima, fixed_sizes, lo, 0.05, 0.8, 1.0, False)
+    t2 = time.process_time()
+    cols = [sizes.index(n) for n in fixed_sizes]
+    null = np.vstack([cal.z[:, cols], nul.z[:, cols]])
+    smoothed_comparator(eff.z[:, cols], null, fixed_sizes, 1.0, 0.037, 0.8, 0)
+    t3 = time.process_time()
+    joint_saving({"effect": eff.z[:, cols], "null": null}, rng.random(2 * sims) < 0.037, rng.integers(0, 9, sims),
+                 list(np.linspace(1, 9, 9)), 0.3, fixed_sizes, 1.0, 0.05, 0.8, 0)
+    t4 = time.process_time()
+    print(f"rule shapes {t1 - t0:.2f} s CPU, scoring {found.searched['rules']:,} rules {t2 - t1:.2f} s, smoothed "
+          f"comparator {t3 - t2:.2f} s, joint saving {t4 - t3:.2f} s ({found.searched['passing']} rules passing)")
 
 
 #: Issue 40's two-LLM two-step comparison, fixed (gpt-4o for both LLMs: the target is <= $75 per LLM at
@@ -168,27 +230,32 @@ def path_cost(paths: int) -> None:
           f"({paths} paths; load {one:.1f}/{five:.1f})")
 
 
-def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None) -> None:
+def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None, baseline: Path | None = None) -> None:
     """The fixed plan and ``plan --looks auto`` of the same cell, alternating, ``rounds`` times each (after one
     untimed fixed plan that fills the caches): wall and CPU of each whole process with its workers, the
     subjects each fitted (the fixed search's power studies; the sequential part's ``units_simulated``) and
-    the ratio of the medians."""
+    the ratio of the medians; ``baseline``: also ``--looks auto`` of that checkout's code (``auto-base``) in
+    the same alternation, and the ratio of the two."""
     common = ["--workers", str(workers)]
     sizes = (["--seq-sims", str(seq_sims)] if seq_sims else []) + (["--null-sims", str(null_sims)] if null_sims else [])
     runs = {"fixed": [*FIXED[:-3], *common, "--json"], "auto": [*FIXED[:-3], *common, "--json", "--looks", "auto",
                                                                *sizes]}
+    code = {"fixed": ROOT, "auto": ROOT}
+    if baseline is not None:
+        runs["auto-base"], code["auto-base"] = runs["auto"], baseline
+        print(f"auto-base: the code of {baseline}", flush=True)
     print("$ cogtestbed", " ".join(runs["auto"]), flush=True)
-    times: dict[str, list[tuple[float, float]]] = {"fixed": [], "auto": []}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in runs}
     with tempfile.TemporaryDirectory(prefix="bench-seqauto-") as tmp:
         timed(runs["fixed"], Path(tmp))
         for r in range(rounds):
             for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
-                wall, cpu, payload = timed(runs[name], Path(tmp))
+                wall, cpu, payload = timed(runs[name], Path(tmp), code[name])
                 times[name].append((wall, cpu))
                 search = payload["search"]
                 fits = sum(e["sims"] * e["subjects"] for e in payload["evaluated"])
                 load = "/".join(f"{x:.1f}" for x in os.getloadavg()[:2])
-                line = (f"round {r + 1} {name:5s}: wall {wall:7.1f} s  CPU {cpu:7.1f} s  (load {load}); fixed search "
+                line = (f"round {r + 1} {name:9s}: wall {wall:7.1f} s  CPU {cpu:7.1f} s  (load {load}); fixed search "
                         f"{search['cpu_seconds']:.1f} s CPU, {fits:,} subjects fitted")
                 seq = payload.get("sequential") or {}
                 if "units_simulated" in seq:
@@ -199,8 +266,12 @@ def auto(rounds: int, workers: int, seq_sims: int | None, null_sims: int | None)
                 if "type1_check" in seq.get("null", {}):
                     print(_auto_guarantees(seq), flush=True)
     med = {k: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for k, v in times.items()}
-    print(f"auto / fixed: wall {med['auto'][0] / med['fixed'][0]:.2f}x, CPU {med['auto'][1] / med['fixed'][1]:.2f}x "
-          f"(target: wall <= 2x on 2 idle cores; on a shared machine compare CPU)")
+    for name in [n for n in runs if n != "fixed"]:
+        print(f"{name} / fixed: wall {med[name][0] / med['fixed'][0]:.2f}x, CPU {med[name][1] / med['fixed'][1]:.2f}x "
+              f"(target: wall <= 2x on 2 idle cores; on a shared machine compare CPU)")
+    if baseline is not None:
+        print(f"auto / auto-base: wall {med['auto'][0] / med['auto-base'][0]:.2f}x, "
+              f"CPU {med['auto'][1] / med['auto-base'][1]:.2f}x")
 
 
 def fits(n: int) -> None:
@@ -208,7 +279,8 @@ def fits(n: int) -> None:
     96-trial RW± subjects under the null and ``n`` under optimism bias 0.2: CPU ms a subject, the share within
     1e-3 of the full fitter's contrast, the null and effect means and the standardized effect (what the t-test's
     power rests on): the full fitter, coarse-start MLEs (grid nodes a parameter x BFGS starts; ``AUTO_FIT`` is
-    4 x 2), and grid posterior means of the contrast (no per-subject optimisation: the NLL on the grid alone)."""
+    4 x 2 with at most 50 BFGS iterations a start, against 200 before), and grid posterior means of the contrast (no
+    per-subject optimisation: the NLL on the grid alone)."""
     import time
 
     import numpy as np
@@ -238,7 +310,9 @@ def fits(n: int) -> None:
             return out
         return run
 
-    rows = {"full MLE (9^3 grid, 8 starts)": FULL_FIT, "auto MLE (4^3 grid, 2 starts)": AUTO_FIT,
+    rows = {"full MLE (9^3 grid, 8 starts)": FULL_FIT, "auto MLE 4^3, 2 starts, <=50 it": AUTO_FIT,
+            "MLE 4^3, 2 starts, <=200 it": SubjectFit(4, 2),
+            "  the same, <=50 it, gtol 1e-4": SubjectFit(4, 2, 50, 1e-4, 1e-9),
             "MLE 4^3 grid, 1 start": SubjectFit(4, 1), "MLE 5^3 grid, 2 starts": SubjectFit(5, 2),
             "grid posterior mean 4^3": grid_mean(4), "grid posterior mean 9^3": grid_mean(9)}
     got: dict[tuple[str, float], tuple[np.ndarray, float]] = {}
@@ -272,7 +346,7 @@ def _auto_guarantees(seq: dict) -> str:
             f"fresh type-I {chk['rate']:.4f} ± {n['mc_se']:.4f} (one-sided 95% upper bound {chk['upper']:.4f}, "
             f"{chk['sims']:,} fresh null studies; <= .05: {chk['upper'] <= 0.05}), power {e['rejection_rate']:.3f} ± "
             f"{e['mc_se']:.3f}; statistic: per-subject MLE from {fit.get('start_grid_size', 'the full')} grid points, "
-            f"{fit.get('n_starts', 'the model')} starts")
+            f"{fit.get('n_starts', 'the model')} starts, at most {fit.get('max_iter', 200)} BFGS iterations each")
 
 
 def main() -> None:
@@ -283,8 +357,20 @@ def main() -> None:
         ap.add_argument("--workers", type=int, default=1)
         ap.add_argument("--seq-sims", type=int, default=None)
         ap.add_argument("--null-sims", type=int, default=None)
+        ap.add_argument("--baseline", type=Path, default=None,
+                        help="also time --looks auto of this checkout's code, alternating (e.g. the main checkout)")
         o = ap.parse_args()
-        auto(o.rounds, o.workers, o.seq_sims, o.null_sims)
+        auto(o.rounds, o.workers, o.seq_sims, o.null_sims, None if o.baseline is None else o.baseline.resolve())
+        return
+    if sys.argv[1:2] == ["--search-cost"]:
+        ap = argparse.ArgumentParser(description="looks auto's serial search and bootstraps, CPU")
+        ap.add_argument("--search-cost", type=int, default=1000)
+        ap.add_argument("--baseline", type=Path, default=None)
+        o = ap.parse_args()
+        search_cost(o.search_cost, None if o.baseline is None else o.baseline.resolve())
+        return
+    if sys.argv[1:2] == ["--search-cost-child"]:
+        search_cost_child(int(sys.argv[2]))
         return
     if sys.argv[1:2] == ["--fits"]:
         fits(int(sys.argv[2]) if len(sys.argv) > 2 else 1500)

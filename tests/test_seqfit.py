@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cogtestbed.inference.optim import FTOL, GTOL, MAX_ITER
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.design.seqfit import AGREEMENT, AGREEMENT_TOL, AUTO_FIT, FULL_FIT, SubjectFit, fit_of
 from cogtestbed.validation.studies.driver import study_spec
@@ -51,9 +52,18 @@ def test_auto_fit_is_cheaper_and_recorded() -> None:
     assert (rec["start_grid_size"], rec["n_starts"], rec["full_start_grid_size"], rec["full_n_starts"]) == (64, 2,
                                                                                                           729, 8)
     assert fit_of({"kind": "power"}).fitter(model) is model and FULL_FIT.fitter(model) is model
-    assert fit_of({"fit": rec}) == SubjectFit(4, 2) and AUTO_FIT.fitter(model) is AUTO_FIT.fitter(model)
+    assert fit_of({"fit": rec}) == SubjectFit(4, 2, 50, GTOL, FTOL) and AUTO_FIT.fitter(model) is AUTO_FIT.fitter(model)
     assert SubjectFit(grid_points=50, n_starts=50).settings(model) == (9, 8)
     assert "64-point start grid" in AUTO_FIT.words(model) and "729 points" in AUTO_FIT.words(model)
+    # the iteration cap (issue 71): recorded, and run by the fitter a plan's record rebuilds; a record from before
+    # it (no max_iter) runs today's 200 iterations, and a fit never asks for more than the model's own
+    assert (rec["max_iter"], rec["full_max_iter"]) == (50, MAX_ITER)
+    assert "at most 50 iterations" in AUTO_FIT.words(model)
+    assert fit_of({"fit": rec}).fitter(model).bfgs_stop == (50, GTOL, FTOL)
+    old = {k: v for k, v in rec.items() if k not in ("max_iter", "gtol", "ftol", "full_max_iter")}
+    assert fit_of({"fit": old}) == SubjectFit(4, 2)
+    assert fit_of({"fit": old}).fitter(model).bfgs_stop == (MAX_ITER, GTOL, FTOL)
+    assert "max_iter" not in SubjectFit(4, 2).record(model) and SubjectFit(max_iter=500).fitter(model) is model
 
 
 def test_run_looks_compute_the_statistic_the_auto_plan_simulated() -> None:

@@ -645,3 +645,62 @@ def test_candidate_maxima_lie_on_a_one_percent_grid_with_the_fixed_size():
     grid = candidate_maxima(1023, 1599, 1279)
     assert grid[0] == 1023 and grid[-1] == 1599 and 1279 in grid
     assert len(grid) == 47 and all(0 < b - a <= 13 for a, b in zip(grid, grid[1:], strict=False))
+
+
+def test_every_look_at_once_decides_as_look_by_look() -> None:
+    """Issue 71: the search's vectorised rule (``Boundaries.codes_all``, ``operate``, ``null_scores``) and the
+    partition-based ``calibrate_shift`` give, value for value, what the look-by-look code and a full sort give:
+    random bounds (with and without futility and an other-direction bound, ties at the bounds, an infinite
+    bound) and paths with missing looks, in every direction."""
+    import math
+
+    from cogtestbed.validation.design.seqpaths import CONTINUE, EFFICACY, EFFICACY_OTHER, FUTILITY
+    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
+
+    def by_look(b: Boundaries, z: np.ndarray, cols: tuple[int, ...], d: float, ed: float | None) -> tuple:
+        alive, rejected = np.ones(z.shape[0], bool), np.zeros(z.shape[0], bool)
+        stop, score = np.full(z.shape[0], len(cols) - 1), np.full(z.shape[0], -np.inf)
+        t = np.where(np.isfinite(z[:, cols]), z[:, cols], 0.0)
+        t = np.abs(t) if d == 0 else t * d
+        scoring = np.ones(z.shape[0], bool)
+        for k, c in enumerate(cols):
+            codes = b.codes(k, z[:, c], d)
+            done = alive & (codes != CONTINUE)
+            rejected |= done & ((codes == EFFICACY) | ((codes == EFFICACY_OTHER) & (ed is None)))
+            stop[done], alive = k, alive & ~done
+            score[scoring] = np.maximum(score[scoring], t[scoring, k] - b.efficacy[k])
+            scoring &= ~((codes == FUTILITY) | (codes == EFFICACY_OTHER))
+        return rejected, stop, score
+
+    def sorted_shift(scores: np.ndarray, side: float) -> float:
+        s = np.sort(scores)[::-1]
+        c = int(math.floor(side * s.size + 1e-9))
+        if c >= s.size:
+            return float(s[-1]) - 1.0
+        below, above = float(s[c]), (float(s[c - 1]) if c >= 1 else float(s[c]) + 1e-3)
+        return (below + above) / 2 if above > below else float(np.nextafter(below, np.inf))
+
+    rng = np.random.default_rng(71)
+    for trial in range(100):
+        k = int(rng.integers(2, 8))
+        z = np.round(rng.normal(0.5, 1.5, size=(80, k + 3)), 1 + trial % 3)
+        z[rng.random(z.shape) < 0.05] = np.nan
+        cols = tuple(int(c) for c in sorted(rng.choice(k + 3, k, replace=False)))
+        eff = tuple(float(x) for x in np.round(rng.uniform(1.5, 3.0, k), 1))
+        eff = (*eff[:-2], math.inf, eff[-1]) if trial % 10 == 0 else eff
+        fut = tuple(min(a, e) for a, e in zip(np.round(rng.uniform(-1, 1.5, k), 1), eff, strict=True))
+        b = Boundaries(tuple(range(1, k + 1)), "pocock", 0.05, eff, fut if trial % 2 else None,
+                       tuple(float(x) for x in np.round(rng.uniform(1.5, 3.0, k), 1)) if trial % 3 else None)
+        for d in (-1.0, 0.0, 1.0):
+            for ed in (None, d or None):
+                op = operate(b, z, z / 10, cols, d, ed)
+                rejected, stop, score = by_look(b, z, cols, d, ed)
+                assert np.array_equal(op.rejected, rejected) and np.array_equal(op.stop_look, stop)
+            scores = null_scores(b, z, cols, d)
+            assert np.array_equal(scores, by_look(b, z, cols, d, None)[2])
+            for side in (0.0, 0.025, 0.05, 0.5, 1.0):
+                assert calibrate_shift(scores, side) == sorted_shift(scores, side)
+    with_nan = np.array([np.nan, 1.0, 2.0, 0.5, -1.0])  # a NaN score takes the sorted path, as before
+    for side in (0.0, 0.2, 0.4, 0.6):
+        a, r = calibrate_shift(with_nan, side), sorted_shift(with_nan, side)
+        assert a == r or (math.isnan(a) and math.isnan(r))

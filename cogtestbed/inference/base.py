@@ -148,6 +148,7 @@ class CognitiveModel(ABC):
     grid_points: ClassVar[int] = 7
     #: Local optimisations per fit (grid local minima first, see :meth:`start_order`).
     n_starts: ClassVar[int] = 5
+    bfgs_stop: ClassVar[tuple[int, float, float]] = (MAX_ITER, GTOL, FTOL)  #: each start's iterations, gtol, ftol
     #: Fewest distinct valid answers of a subject from which :meth:`fit_identified` fits it
     #: (:data:`cogtestbed.no_data.MIN_DISTINCT_ANSWERS`).
     min_distinct_answers: ClassVar[int] = 2
@@ -500,9 +501,8 @@ class CognitiveModel(ABC):
 
     def _fit_numba(self, data: Any, n_starts: int) -> MLEResult:
         grid_nll = self.nll_many(self.start_grid(), data)
-        starts = self._unconstrained_grid()[self.start_order(grid_nll)[:n_starts]]
-        z, value, converged = mle_driver(self._kernel())(np.ascontiguousarray(starts), self.objective_args(data),
-                                                         MAX_ITER, GTOL, FTOL, np.inf)
+        starts = np.ascontiguousarray(self._unconstrained_grid()[self.start_order(grid_nll)[:n_starts]])
+        z, value, converged = mle_driver(self._kernel())(starts, self.objective_args(data), *self.bfgs_stop, np.inf)
         return self._result(self.to_natural(z), value, converged, data)
 
     def _fit_scipy(self, data: Any, n_starts: int) -> MLEResult:

@@ -300,7 +300,7 @@ class DissonantModel(CognitiveModel):
         :data:`KAPPA_RESTARTS`, keeping the better optimum.  On the κ plateau ∂ℓ/∂κ ≈ 0, so a
         BFGS path that wanders onto it (e.g. while τ moves from its start) cannot come back; in
         the κ study this happened to 1 subject of 40 (true κ 10, estimate 49)."""
-        from cogtestbed.inference.optim import FTOL, GTOL, MAX_ITER, mle_driver
+        from cogtestbed.inference.optim import mle_driver
 
         fit = super().fit_subject(data, n_starts)
         if not (fit.params["kappa"] > KAPPA_IDENTIFIED and np.any(data.feat[:, 5, :] != 0)):
@@ -312,7 +312,7 @@ class DissonantModel(CognitiveModel):
             row[P["kappa"]] = k
             starts.append(self.to_search(row))
         z, value, converged = mle_driver(self._kernel())(np.ascontiguousarray(starts), self.objective_args(data),
-                                                         MAX_ITER, GTOL, FTOL, np.inf)
+                                                         *self.bfgs_stop, np.inf)
         return self._result(self.to_natural(z), value, converged, data) if value < fit.nll else fit
 
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:

@@ -185,18 +185,13 @@ def operate(bounds: Boundaries, z: np.ndarray, est: np.ndarray, columns: Sequenc
     """Run the stopping rule (:meth:`Boundaries.codes`) on simulated paths. ``columns[k]``: the path
     column of look k (read only while a path runs).  ``effect_dirn``: under the effect, only
     rejections in that direction count (None: every rejection)."""
-    reps, looks = z.shape[0], len(bounds.sizes)
-    rejected, alive = np.zeros(reps, bool), np.ones(reps, bool)
-    stop = np.full(reps, looks - 1)
-    counted = (EFFICACY,) if effect_dirn else (EFFICACY, EFFICACY_OTHER)
-    for k in range(looks):
-        codes = bounds.codes(k, z[:, columns[k]], dirn)
-        done = alive & (codes != CONTINUE)
-        rejected |= done & np.isin(codes, counted)
-        stop[done] = k
-        alive &= ~done
+    reps, cols = z.shape[0], np.asarray(columns, dtype=np.intp)
+    codes = bounds.codes_all(z[:, cols], dirn)  # every look's codes at once; a path stops at its first decision
+    stop = np.argmax(codes != CONTINUE, axis=1)  # the last look always decides
+    at_stop = codes[np.arange(reps), stop]
+    rejected = (at_stop == EFFICACY) if effect_dirn else ((at_stop == EFFICACY) | (at_stop == EFFICACY_OTHER))
     units = np.asarray(bounds.sizes)[stop]
-    est_stop = est[np.arange(reps), np.asarray(columns)[stop]]
+    est_stop = est[np.arange(reps), cols[stop]]
     return Operating(rejected, stop, units, est_stop, est[:, columns[-1]], reference)
 
 

@@ -26,6 +26,7 @@ calibrated the same way.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -103,7 +104,8 @@ class _Tracker:
                 k = self.next_look[c]
                 codes = b.codes(k, z[:, cols[k]], self.rule.direction)
                 last = k == len(cols) - 1
-                self.alive[c] &= ~(np.isin(codes, stops) | last)
+                stopped = functools.reduce(np.logical_or, (codes == s for s in stops))
+                self.alive[c] &= ~(stopped | last)
                 self.next_look[c] += 1
         return np.logical_or.reduce(self.alive) if self.alive else np.zeros(self.reps, bool)
 
@@ -288,24 +290,29 @@ def null_scores(bounds: Boundaries, z: np.ndarray, columns: Sequence[int], direc
     """Per null path, ``max_k (Z_k·d − b_k)`` over the looks up to where futility (or a rejection
     against the effect's direction) stops it: the path rejects in the effect's direction under
     bounds ``b_k + δ`` exactly when its score is ≥ δ (the futility bounds held fixed)."""
-    t = np.where(np.isfinite(z[:, columns]), z[:, columns], 0.0)
+    zc = z[:, np.asarray(columns, dtype=np.intp)]
+    t = np.where(np.isfinite(zc), zc, 0.0)
     t = np.abs(t) if direction == 0 else t * direction
-    alive = np.ones(t.shape[0], bool)
-    score = np.full(t.shape[0], -np.inf)
-    for k in range(t.shape[1]):
-        score[alive] = np.maximum(score[alive], t[alive, k] - bounds.efficacy[k])
-        codes = bounds.codes(k, z[:, columns[k]], direction)
-        alive &= ~np.isin(codes, (FUTILITY, EFFICACY_OTHER))
-    return score
+    codes = bounds.codes_all(zc, direction)
+    stops = (codes == FUTILITY) | (codes == EFFICACY_OTHER)
+    alive = np.ones(t.shape, bool)  # look k counts while no earlier look stopped the path
+    np.logical_and.accumulate(~stops[:, :-1], axis=1, out=alive[:, 1:])
+    return np.max(np.where(alive, t - np.asarray(bounds.efficacy, float), -np.inf), axis=1)
 
 
 def calibrate_shift(scores: np.ndarray, side_level: float) -> float:
     """The shift δ under which at most ``side_level`` of the calibration paths reject: midway
     between the ``c``-th and ``(c+1)``-th largest score, ``c = ⌊side_level · paths⌋``."""
-    s = np.sort(np.asarray(scores, float))[::-1]
-    c = int(math.floor(side_level * s.size + 1e-9))
-    if c >= s.size:
-        return float(s[-1]) - 1.0
-    below = float(s[c])
-    above = float(s[c - 1]) if c >= 1 else below + 1e-3
+    values = np.asarray(scores, float)
+    n = values.size
+    c = int(math.floor(side_level * n + 1e-9))
+    if c >= n or np.isnan(values).any():  # the whole order (NaN sorts first from the top)
+        s = np.sort(values)[::-1]
+        if c >= n:
+            return float(s[-1]) - 1.0
+        below, above = float(s[c]), (float(s[c - 1]) if c >= 1 else float(s[c]) + 1e-3)
+    else:  # the (c+1)-th and c-th largest alone: the same values as the sorted array's, in O(n) (issue 71)
+        part = np.partition(values, (n - c - 1, n - c) if c >= 1 else n - 1)
+        below = float(part[n - c - 1])
+        above = float(part[n - c]) if c >= 1 else below + 1e-3
     return (below + above) / 2 if above > below else float(np.nextafter(below, np.inf))

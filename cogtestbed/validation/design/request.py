@@ -23,6 +23,12 @@ from typing import Any
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned, Say
 from cogtestbed.validation.design.plan_options import PlanRequest
+from cogtestbed.validation.design.request_checks import (
+    check_answerable,
+    check_behaviour_target,
+    check_simulated_subjects,
+    shift_of,
+)
 from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
 
 #: Reads a trial table of the experiment (a table or a path): ``(exp, table_or_path, source, sessions)`` to
@@ -198,11 +204,26 @@ def check_target(exp: Any, req: PlanRequest) -> None:
             raise InputError(f"`{field}` {target.name}: model {tg.model} can plan {', '.join(allowed)}")
     effect = Effect.of(tg.effect, "effect")
     sim = req.simulated
+    check_simulated_subjects(tg.model, model, effect, req)
     if effect is not None and sim.pilot is None and pp.human is None and pp.population is None:
         given = assignments(sim.base, "base")
         base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}
         shift = shift_of(model, effect.name, effect.size)
         carried(model, effect.name, effect.size, {k: v + shift.get(k, 0.0) for k, v in base.items()}, "the base")
+
+
+def check_precision(exp: Any, req: PlanRequest) -> None:
+    """The ``precision`` kind's refusals (:func:`check_target`), and a request naming the kind without its target."""
+    if req.target.precision is None:
+        raise InputError("a precision plan needs `precision` PARAM=HALFWIDTH")
+    check_target(exp, req)
+
+
+def check_sequential(exp: Any, req: PlanRequest) -> None:
+    """The ``sequential`` kind's refusals (:func:`check_target`), and a request naming the kind without looks."""
+    if req.sequential.looks is None:
+        raise InputError("a sequential plan needs `looks` K (or auto)")
+    check_target(exp, req)
 
 
 def _check_request_alone(facts: Any, req: PlanRequest) -> None:
@@ -226,6 +247,9 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
         "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
     _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
             people)
+    check_answerable(req)
+    if tg.model is None:
+        check_behaviour_target(req)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:
@@ -239,14 +263,6 @@ def check_carried(spec: Any, exp: Any, source: str) -> None:
     model = exp.model(spec.models[0])
     moved = population_medians(spec, model)
     carried(model, spec.effect, spec.effect_size, {p.name: moved[p.name] for p in model.parameters}, source)
-
-
-def shift_of(model: Any, effect: str, size: float) -> dict[str, float]:
-    """Each parameter's move by ``effect`` = ``size`` (the minimum-norm shift along a contrast; the rule of
-    :func:`~cogtestbed.validation.studies.model_studies.effect_shift`, here without importing the studies)."""
-    weights = model.contrasts.get(effect) or {effect: 1.0}
-    norm = sum(w * w for w in weights.values())
-    return {name: size * w / norm for name, w in weights.items()}
 
 
 def carried(model: Any, effect: str, size: float, moved: dict[str, float], source: str) -> None:

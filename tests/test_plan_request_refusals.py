@@ -1,0 +1,169 @@
+"""Requests a plan cannot answer, or would answer with an option silently dropped, refused before anything is
+simulated (the probe of issue 71's plan requests): one line, exit 2, never a traceback.
+
+Each case is a request that before ran (minutes, or a search to 2,000 subjects that can never succeed), printed
+a traceback, or planned something other than what was asked (an option dropped, an effect erased by ``params``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+import cogtestbed as ct
+from cogtestbed.cli import run_cli
+
+
+def _never(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("simulated before the request was checked")
+
+
+@pytest.fixture
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.simulation as simulation
+    import cogtestbed.validation.design.form_plan as form_plan
+    import cogtestbed.validation.design.plan as planner
+
+    monkeypatch.setattr(simulation, "simulate", _never)
+    monkeypatch.setattr(form_plan, "simulated_scales", _never)
+    monkeypatch.setattr(planner.Planner, "plan", _never)
+
+
+MINI = "openai:gpt-4o-mini"
+LLMS = ["openai:gpt-4o", MINI]
+RW = {"model": "rw-pm", "llm": MINI}
+RW_CLI = ["--model", "rw-pm", "--llm", MINI]
+TWO_STEP = {"metric": "model_basedness", "compare": ("hybrid:w=0.3", "hybrid:w=0.7"), "llm": LLMS}
+KINDS = "forms, adaptive, precision, sequential, hierarchical, power, monitor"
+TWO_STEP_CLI = ["--metric", "model_basedness", "--compare", "hybrid:w=0.3", "hybrid:w=0.7", "--llm", LLMS[0],
+                "--llm", LLMS[1]]
+
+#: (experiment, ct.plan's keywords, the command line's options, the exact refusal of the library, of the CLI).
+REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
+    # an effect erased: --param fixes, for every simulated subject, a parameter the effect moves
+    ("instrumental-learning", {**RW, "effect": {"alpha_pos": 0.4}, "params": {"alpha_pos": 0.3}},
+     [*RW_CLI, "--effect", "alpha_pos=0.4", "--param", "alpha_pos=0.3"],
+     "`params` alpha_pos=0.3 fixes alpha_pos for every simulated subject, so the effect alpha_pos=0.4 (which moves "
+     "alpha_pos) would not be simulated: set its population median with `base` instead",
+     "--param alpha_pos=0.3 fixes alpha_pos for every simulated subject, so the effect alpha_pos=0.4 (which moves "
+     "alpha_pos) would not be simulated: set its population median with --base instead"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "params": {"alpha_neg": 0.3}},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--param", "alpha_neg=0.3"],
+     "`params` alpha_neg=0.3 fixes alpha_neg for every simulated subject, so the effect optimism_bias=0.2 (which "
+     "moves alpha_pos, alpha_neg) would not be simulated: set its population median with `base` instead",
+     "--param alpha_neg=0.3 fixes alpha_neg for every simulated subject, so the effect optimism_bias=0.2 (which "
+     "moves alpha_pos, alpha_neg) would not be simulated: set its population median with --base instead"),
+    # options a metric target never read
+    ("two-step", {**TWO_STEP, "base": {"w": 0.2}}, [*TWO_STEP_CLI, "--base", "w=0.2"],
+     "`base` sets a model's population medians: a metric or test target simulates the agent settings it names "
+     "(`compare`, `agent`, `params`); drop `base`",
+     "--base sets a model's population medians: a metric or test target simulates the agent settings it names "
+     "(--compare, --agent, --param); drop --base"),
+    ("two-step", {**TWO_STEP, "sd_between": 1.0}, [*TWO_STEP_CLI, "--sd-between", "1"],
+     "`sd_between` sets a model's population spread: a metric or test target simulates the agent settings it names "
+     "(`compare`, `agent`, `params`); drop `sd_between`",
+     "--sd-between sets a model's population spread: a metric or test target simulates the agent settings it names "
+     "(--compare, --agent, --param); drop --sd-between"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": -0.05}, "population": "human:cogbench-instrumental",
+                               "sd_between": 2.0},
+     [*RW_CLI, "--effect", "optimism_bias=-0.05", "--population", "human:cogbench-instrumental", "--sd-between", "2"],
+     "`population` scatters the subjects by its own posterior SDs: drop `sd_between`",
+     "--population scatters the subjects by its own posterior SDs: drop --sd-between"),
+    # a base out of its bounds: the base is refused, not an effect with a wrong largest size
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "base": {"alpha_pos": 2.0}},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--base", "alpha_pos=2"],
+     "`base` alpha_pos=2 is outside its bounds [0, 1]",
+     "--base alpha_pos=2 is outside its bounds [0, 1]"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "base": {"nope": 2.0}},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--base", "nope=2"],
+     "`base` nope: model rw-pm has parameters alpha_pos, alpha_neg, beta",
+     "--base nope: model rw-pm has parameters alpha_pos, alpha_neg, beta"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "params": {"nope": 2.0}},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--param", "nope=2"],
+     "`params` nope: model rw-pm's simulated agent (rw-pm) takes alpha_neg, alpha_pos, beta",
+     "--param nope: model rw-pm's simulated agent (rw-pm) takes alpha_neg, alpha_pos, beta"),
+    # questions no design can answer: the search ran on to 2,000 subjects
+    ("instrumental-learning", {**RW, "effect": {"beta": 0.0}}, [*RW_CLI, "--effect", "beta=0"],
+     "`effect` beta=0 is no effect: every design detects it at the test's level, never at a power; give a nonzero "
+     "size",
+     "--effect beta=0 is no effect: every design detects it at the test's level, never at a power; give a nonzero "
+     "size"),
+    ("two-step", {**TWO_STEP, "compare": ("hybrid:w=0.3", "hybrid:w=0.3")},
+     [*TWO_STEP_CLI[:2], "--compare", "hybrid:w=0.3", "hybrid:w=0.3", *TWO_STEP_CLI[5:]],
+     "`compare` hybrid:w=0.3 and hybrid:w=0.3 are one setting: no difference to detect; compare two settings",
+     "--compare hybrid:w=0.3 and hybrid:w=0.3 are one setting: no difference to detect; compare two settings"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "random_rate": 1.0},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--random-rate", "1"],
+     "`random_rate` 100% and `invalid_rate` 0% leave 0% of the answers informative (less than 10%): no design "
+     "detects anything from them",
+     "--random-rate 100% and --invalid-rate 0% leave 0% of the answers informative (less than 10%): no design "
+     "detects anything from them"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "power": 0.03},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--power", "0.03"],
+     "`power` 0.03 is not above the test's `level` 0.05: a test rejects at its level with no effect at all; ask for "
+     "a power above it",
+     "--power 0.03 is not above the test's --level 0.05: a test rejects at its level with no effect at all; ask for "
+     "a power above it"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "subjects": 1},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--subjects", "1"],
+     "`subjects` 1: a test of per-subject estimates needs at least 2 subjects in a group",
+     "--subjects 1: a test of per-subject estimates needs at least 2 subjects in a group"),
+    # a kind named that the request does not give what it needs: a traceback before
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "question": "precision"},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--question", "precision"],
+     "a precision plan needs `precision` PARAM=HALFWIDTH",
+     "a precision plan needs --precision PARAM=HALFWIDTH"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "question": "sequential"},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--question", "sequential"],
+     "a sequential plan needs `looks` K (or auto)",
+     "a sequential plan needs --looks K (or auto)"),
+    # an option the kind does not read
+    ("instrumental-learning", {"model": "rw-pm", "precision": {"beta": 0.1}, "power": 0.9},
+     ["--model", "rw-pm", "--precision", "beta=0.1", "--power", "0.9"],
+     f"a precision plan does not take `power`: drop it (`question`: {KINDS})",
+     f"a precision plan does not take --power: drop it (--question: {KINDS})"),
+    # a forms plan of a zero effect: an OverflowError before
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.0}, "forms": "1,2", "form_sd": {"alpha_pos": 0.2}},
+     [*RW_CLI, "--effect", "optimism_bias=0", "--forms", "1,2", "--form-sd", "alpha_pos=0.2"],
+     "`effect` optimism_bias=0 is no effect: every design detects it at the test's level, never at a power; give a "
+     "nonzero size",
+     "--effect optimism_bias=0 is no effect: every design detects it at the test's level, never at a power; give a "
+     "nonzero size"),
+]
+
+
+@pytest.mark.parametrize(("experiment", "api", "cli", "message", "cli_message"), REFUSED,
+                         ids=[f"{i}-{case[3][:40]}" for i, case in enumerate(REFUSED)])
+def test_a_request_no_plan_answers_as_asked_is_refused_at_once(
+        no_simulation: None, experiment: str, api: dict[str, Any], cli: list[str], message: str, cli_message: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ct.get_experiment(experiment)  # the experiment's import is no part of the check
+    start = time.perf_counter()
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan(experiment, **api)
+    took = time.perf_counter() - start
+    assert str(refused.value) == message
+    assert took < 1.0, took
+    assert run_cli(["plan", experiment, *cli]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == f"error: {cli_message}" and "Traceback" not in err
+
+
+@pytest.mark.parametrize("option", [{"seq_sims": 5}, {"null_sims": 0}])
+def test_the_library_refuses_what_the_command_line_refuses(no_simulation: None, option: dict[str, int]) -> None:
+    """The limits an option declares (``seq_sims`` >= 10, ...) hold for ``ct.plan`` as for the command line."""
+    (name, given), = option.items()
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("instrumental-learning", **RW, effect={"optimism_bias": 0.2}, looks=3, **option)
+    assert str(refused.value) == f"plan(): `{name}` must be in [10, inf), got {given}"
+
+
+def test_monitor_and_adaptive_sims_limits_hold_in_the_library(no_simulation: None) -> None:
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("instrumental-learning", **RW, effect={"optimism_bias": 0.2}, monitor=True, monitor_sims=5)
+    assert str(refused.value) == "plan(): `monitor_sims` must be in [20, inf), got 5"
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("temporal-discounting", model="hyperbolic", precision={"k": 0.1}, adaptive="k", adaptive_sims=1)
+    assert str(refused.value) == "plan(): `adaptive_sims` must be in [2, inf), got 1"

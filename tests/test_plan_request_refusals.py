@@ -167,3 +167,51 @@ def test_monitor_and_adaptive_sims_limits_hold_in_the_library(no_simulation: Non
     with pytest.raises(ct.InputError) as refused:
         ct.plan("temporal-discounting", model="hyperbolic", precision={"k": 0.1}, adaptive="k", adaptive_sims=1)
     assert str(refused.value) == "plan(): `adaptive_sims` must be in [2, inf), got 1"
+
+
+#: Refusals that must come before anything heavy is imported (a cold command line: well under a second); before,
+#: each --looks refusal imported the sequential planner (numba, scipy) and the fit options the experiment.
+COLD = [
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--looks", "1"],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--looks", "auto", "--spending", "pocock"],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--looks", "3", "--fit", "hierarchical"],
+    ["instrumental-learning", "--model", "rw-pm", "--llm", LLMS[0], "--llm", LLMS[1], "--effect", "optimism_bias=0.2",
+     "--looks", "3"],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--fit-sims", "5"],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--param", "alpha_neg=0.3"],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--base", "nope=2"],
+    ["instrumental-learning", *RW_CLI, "--effect", "beta=0"],
+    ["two-step", *TWO_STEP_CLI, "--sd-between", "1"],
+]
+HEAVY = ("numpy", "pandas", "scipy", "numba", "pymc", "torch", "pytensor", "cogtestbed.simulation",
+         "cogtestbed.experiments.spec", "cogtestbed.validation.design.seqplan")
+_PROBE = """
+import io, json, sys, contextlib
+from cogtestbed.cli import run_cli
+codes, errs = [], []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        codes.append(run_cli(["plan", *argv]))
+    errs.append(err.getvalue())
+heavy = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
+print(json.dumps({"codes": codes, "errs": errs, "heavy": heavy}))
+"""
+
+
+def test_these_refusals_import_nothing_heavy() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "COLUMNS": "200"}
+    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(COLD), json.dumps(HEAVY)], capture_output=True,
+                          text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.splitlines()[-1])
+    assert out["codes"] == [2] * len(COLD), out["errs"]
+    for err in out["errs"]:
+        assert [line.startswith("error:") for line in err.splitlines()] == [True], err
+    assert out["heavy"] == []

@@ -169,7 +169,10 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     trials = _people_trials(spec, trials)
     runs = people_runs(spec, exp, runs)
     spec = _with_lapse_fit(spec, sim.lapse_fit)
-    _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
+    from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+    _check_fit_option(req.analysis.fit, req.analysis.fit_sims, isinstance(spec, PowerStudy), looks,
+                      precision is not None)
     reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
                  "hidden": hidden_tokens(llms, sim.pilot, lm.assume_reasoning_tokens, lm.thinking_budget, exp.name)}
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if sim.pilot is None else Path(sim.pilot), llms, given_base,
@@ -245,8 +248,11 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     pp = req.people
     people = "`human`" if pp.human is not None else (
         "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
-    _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
-            people)
+    effect, target = _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test,
+                             Effect.of(tg.precision, "precision"), people)
+    looks = looks_option(seq.looks)
+    _groups(effect, target, llms, people, looks, req.analysis.fit)
+    _check_fit_option(req.analysis.fit, req.analysis.fit_sims, tg.model is not None, looks, target is not None)
     check_answerable(req)
     if tg.model is None:
         check_behaviour_target(req)
@@ -420,13 +426,14 @@ def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: 
     return out
 
 
-def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, precision: bool) -> None:
-    """``--fit`` / ``--fit-sims`` checked against the plan asked for, before any simulation."""
+def _check_fit_option(fit: str, fit_sims: int | None, model_target: bool, looks: Any, precision: bool) -> None:
+    """``--fit`` / ``--fit-sims`` checked against the plan asked for, before any simulation (``model_target``: a
+    model's parameter is planned, no metric or test)."""
     if fit == "mle" and fit_sims is None:
         return
-    from cogtestbed.validation.design.fitcheck import check_fit
+    from cogtestbed.validation.design.request_checks import check_fit_request
 
-    check_fit(fit, spec, looks, fit_sims)
+    check_fit_request(fit, fit_sims, model_target, looks)
     if precision:
         raise InputError("`fit` hierarchical plans a power plan's design; `precision` plans one subject's MLE "
                          "(drop one of them)")
@@ -524,7 +531,7 @@ def check_sequential_options(looks: int | str | None, spending: str, futility: b
         if given:
             raise InputError(f"{', '.join(given)} shape a sequential plan: add `looks` K (or drop them)")
         return
-    from cogtestbed.validation.design.seqplan import check_looks
+    from cogtestbed.validation.design.seqoptions import check_looks
 
     if looks == "auto":
         given = [name for name, on in (("`spending`", spending != "obrien-fleming"), ("`futility`", futility)) if on]

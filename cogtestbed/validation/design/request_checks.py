@@ -101,3 +101,28 @@ def shift_of(model: Any, effect: str, size: float) -> dict[str, float]:
     weights = model.contrasts.get(effect) or {effect: 1.0}
     norm = sum(w * w for w in weights.values())
     return {name: size * w / norm for name, w in weights.items()}
+
+
+#: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.
+FIT_METHODS = ("mle", "hierarchical")
+
+
+def check_fit_request(fit: str, sims: int | None, model_target: bool, looks: int | str | None) -> None:
+    """Refuse a fitter ``plan`` cannot plan with (one line): ``fit`` one of :data:`FIT_METHODS`, ``fit_sims`` only
+    with the hierarchical fit and at least 2, the hierarchical fit only of a model target (``model_target``) and a
+    fixed design (no ``looks``)."""
+    if fit not in FIT_METHODS:
+        raise InputError(f"`fit` must be one of {', '.join(FIT_METHODS)}, got {fit!r}")
+    if sims is not None and fit != "hierarchical":
+        raise InputError("`fit_sims` sets how many studies `fit` hierarchical fits: add `fit` hierarchical "
+                         "(or drop it)")
+    if sims is not None and sims < 2:
+        raise InputError(f"`fit_sims` must be at least 2 (a power and a bias need several studies), got {sims}")
+    if fit == "mle":
+        return
+    if not model_target:
+        raise InputError("`fit` hierarchical plans a model target's fit: it goes with `model` and `effect` (a metric "
+                         "or test target fits no model)")
+    if looks is not None:
+        raise InputError("`fit` hierarchical plans a fixed design; a sequential plan's looks test per-subject MLEs "
+                         "(drop `looks` or `fit` hierarchical)")

@@ -215,3 +215,29 @@ def test_these_refusals_import_nothing_heavy() -> None:
     for err in out["errs"]:
         assert [line.startswith("error:") for line in err.splitlines()] == [True], err
     assert out["heavy"] == []
+
+
+def test_the_trials_field_fixed_and_trials_searched_are_refused(no_simulation: None,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, ``--trials 96`` silently replaced ``--design visits_per_casino=12`` (24 visits were planned)."""
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("instrumental-learning", **RW, effect={"optimism_bias": 0.2}, design={"visits_per_casino": 12},
+                trials=96)
+    assert str(refused.value) == ("`trials` and `design` visits_per_casino=12 both set the trials of a run; give one "
+                                  "of them")
+    assert run_cli(["plan", "instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--design",
+                    "visits_per_casino=12", "--trials", "96"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --trials and --design visits_per_casino=12 both set the trials of a run; give one of them")
+
+
+def test_an_agent_setting_out_of_bounds_is_refused_before_simulating(no_simulation: None,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, a simulation worker refused it: "metric-power task 0 (rep 0): invalid parameters for hybrid: ..."."""
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("two-step", **{**TWO_STEP, "compare": ("hybrid:w=0.3", "hybrid:w=7")})
+    assert str(refused.value) == "`compare` hybrid: w=7 is outside its bounds [0, 1]"
+    cli = [*TWO_STEP_CLI[:2], "--compare", "hybrid:w=0.3", "hybrid:w=7", *TWO_STEP_CLI[5:]]
+    assert run_cli(["plan", "two-step", *cli]) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == "error: --compare hybrid: w=7 is outside its bounds [0, 1]"

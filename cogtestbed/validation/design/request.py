@@ -24,6 +24,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned, Say
 from cogtestbed.validation.design.plan_options import PlanRequest
 from cogtestbed.validation.design.request_checks import (
+    check_agent_settings,
     check_answerable,
     check_behaviour_target,
     check_simulated_subjects,
@@ -163,6 +164,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
                               "chains": 2}
     common.update(_groups(effect, target, llms, people, looks, req.analysis.fit))
     spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
+    check_agent_settings(spec, exp)
     if pp.human is not None:
         spec, trials = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table, trials)
     spec = _with_population(spec, pp.population, people == "`population`")
@@ -477,6 +479,9 @@ def _searched(exp: Any, design: list[str] | Mapping[str, Any] | None, trials: Si
         if trials is not None:
             raise InputError("`trials` and a `design` list both size the run; give one of them")
         trials = Sizes.of(list(swept), "trials")
+    elif trials is not None and exp.trials_field is not None and exp.trials_field in fixed:
+        raise InputError(f"`trials` and `design` {exp.trials_field}={fixed[exp.trials_field]} both set the trials of "
+                         "a run; give one of them")
     return fixed, trials, None if searched is None else Axis(*searched)
 
 

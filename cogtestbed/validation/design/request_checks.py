@@ -126,3 +126,19 @@ def check_fit_request(fit: str, sims: int | None, model_target: bool, looks: int
     if looks is not None:
         raise InputError("`fit` hierarchical plans a fixed design; a sequential plan's looks test per-subject MLEs "
                          "(drop `looks` or `fit` hierarchical)")
+
+
+def check_agent_settings(spec: Any, exp: Any) -> None:
+    """Refuse, before any simulation, an agent setting of a metric or test target outside its parameter's bounds
+    (``compare`` A B on top of ``params``, or ``agent``): before, a simulation worker refused it seconds later."""
+    compare = getattr(spec, "compare", None)
+    if not hasattr(spec, "agent") or not hasattr(spec, "params"):
+        return
+    field, settings = ("compare", list(compare)) if compare is not None else ("agent", [{}])
+    bounds = {p.name: p for p in exp.agent(spec.agent).parameters}
+    for setting in settings:
+        for name, value in {**spec.params, **setting}.items():
+            p = bounds.get(name)
+            if p is not None and not p.lower <= float(value) <= p.upper:
+                raise InputError(f"`{field}` {spec.agent}: {name}={float(value):g} is outside its bounds "
+                                 f"[{p.lower:g}, {p.upper:g}]")

@@ -182,6 +182,10 @@ COLD = [
     ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--base", "nope=2"],
     ["instrumental-learning", *RW_CLI, "--effect", "beta=0"],
     ["two-step", *TWO_STEP_CLI, "--sd-between", "1"],
+    ["two-step", *TWO_STEP_CLI, "--model", "hybrid", "--effect", "w=0.2"],
+    ["two-step", *TWO_STEP_CLI, "--subjects", "10:20"],
+    ["instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--llm", LLMS[0], "--llm", LLMS[1]],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--forms", "1,2"],
 ]
 HEAVY = ("numpy", "pandas", "scipy", "numba", "pymc", "torch", "pytensor", "cogtestbed.simulation",
          "cogtestbed.experiments.spec", "cogtestbed.validation.design.seqplan")
@@ -241,3 +245,14 @@ def test_an_agent_setting_out_of_bounds_is_refused_before_simulating(no_simulati
     assert run_cli(["plan", "two-step", *cli]) == 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last == "error: --compare hybrid: w=7 is outside its bounds [0, 1]"
+
+
+def test_an_adaptive_plan_of_a_learning_task_is_refused_before_it_says_it_simulates(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, "simulating 200 subjects from the prior ..." came first, then the refusal."""
+    assert run_cli(["plan", "instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--adaptive",
+                    "beta"]) == 2
+    err = capsys.readouterr().err
+    assert "simulating" not in err and err.strip().splitlines() == [
+        "error: instrumental-learning: --adaptive refused: a learning task: each trial's outcome feeds the subject's "
+        "learning, so a trial cannot be chosen without changing what is learnt"]

@@ -156,6 +156,7 @@ def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarge
     from cogtestbed.experiments._adaptive import adaptive_model
     from cogtestbed.validation.design.adaptive import compare
 
+    adaptive_model(exp)  # an experiment whose trials cannot be chosen is refused before anything is said
     if say is not None:
         say(f"simulating {sims} subjects from the prior through {target.top} adaptive and {target.top} fixed trials "
             "(the same subjects in both arms)")

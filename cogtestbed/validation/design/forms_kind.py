@@ -67,6 +67,8 @@ def check_forms(exp: Any, req: Any) -> None:
     forms_counts(req.prompt_forms.forms)
     name, _ = forms_effect(tg.model, tg.effect)
     check_answerable(req)
+    if req.simulated.pilot is None and not req.prompt_forms.form_sd:
+        raise InputError("a forms plan needs `form_sd` PARAM=SD (the wording effect to plan for) or `pilot`")
     if tg.model not in facts.models:
         raise InputError(f"`model` {tg.model!r} is no model of {facts.name}: choose one of {', '.join(facts.models)}")
     model = facts.model(tg.model)

@@ -28,6 +28,7 @@ from cogtestbed.validation.design.request_checks import (
     check_answerable,
     check_behaviour_target,
     check_simulated_subjects,
+    check_target_mix,
     shift_of,
 )
 from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
@@ -250,6 +251,7 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     pp = req.people
     people = "`human`" if pp.human is not None else (
         "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
+    check_target_mix(req, llms)
     effect, target = _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test,
                              Effect.of(tg.precision, "precision"), people)
     looks = looks_option(seq.looks)

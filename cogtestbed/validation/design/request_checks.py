@@ -142,3 +142,18 @@ def check_agent_settings(spec: Any, exp: Any) -> None:
             if p is not None and not p.lower <= float(value) <= p.upper:
                 raise InputError(f"`{field}` {spec.agent}: {name}={float(value):g} is outside its bounds "
                                  f"[{p.lower:g}, {p.upper:g}]")
+
+
+def check_target_mix(req: PlanRequest, llms: list[str]) -> None:
+    """The mixes of targets, sizes and LLMs that the study built later refuses, refused from the request alone (so
+    in well under a second): two targets at once, ``subjects`` on a metric or test target (sized in ``runs``), a
+    precision target priced by two LLMs."""
+    tg = req.target
+    forms = [name for name, on in (("`effect`", tg.effect), ("`metric`", tg.metric), ("`test`", tg.test)) if on]
+    if tg.precision is None and len(forms) > 1:
+        raise InputError("power needs exactly one of `effect` NAME=SIZE (model parameter), `metric` M `compare` A B, "
+                         f"or `test` KEY `agent` A; got {', '.join(forms)}")
+    if tg.model is None and (tg.metric is not None or tg.test is not None) and req.sizes.subjects is not None:
+        raise InputError("`subjects` sizes a model-level target; a metric or test target is sized in `runs`")
+    if tg.precision is not None and len(llms) > 1:
+        raise InputError("`precision` prices one LLM: give `llm` once")

@@ -256,3 +256,19 @@ def test_an_adaptive_plan_of_a_learning_task_is_refused_before_it_says_it_simula
     assert "simulating" not in err and err.strip().splitlines() == [
         "error: instrumental-learning: --adaptive refused: a learning task: each trial's outcome feeds the subject's "
         "learning, so a trial cannot be chosen without changing what is learnt"]
+
+
+def test_a_people_table_of_one_subject_or_no_rows_is_refused_in_words(tmp_path: Any, cogbench_dir: Any) -> None:
+    """Before: "plan(): ReferenceSample: the sample ..." (a class name), and "runs have unequal trial counts []"."""
+    import pandas as pd
+
+    human = pd.read_csv(cogbench_dir / "InstrumentalLearning/human.csv")
+    one, empty = tmp_path / "one.csv", tmp_path / "empty.csv"
+    human[human["run"] == human["run"].iloc[0]].to_csv(one, index=False)
+    human.iloc[0:0].to_csv(empty, index=False)
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("instrumental-learning", **RW, effect={"optimism_bias": -0.1}, human=str(one))
+    assert str(refused.value) == f"the sample from {one} has fewer than 2 fitted subjects: no two-group test"
+    with pytest.raises(ct.DataError) as unread:
+        ct.plan("instrumental-learning", **RW, effect={"optimism_bias": -0.1}, human=str(empty))
+    assert str(unread.value) == "empty.csv: no trials (a header without rows)"

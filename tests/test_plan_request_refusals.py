@@ -272,3 +272,11 @@ def test_a_people_table_of_one_subject_or_no_rows_is_refused_in_words(tmp_path: 
     with pytest.raises(ct.DataError) as unread:
         ct.plan("instrumental-learning", **RW, effect={"optimism_bias": -0.1}, human=str(empty))
     assert str(unread.value) == "empty.csv: no trials (a header without rows)"
+
+
+def test_an_effect_past_a_populations_bounds_is_refused_before_simulating(no_simulation: None) -> None:
+    """Before, a simulation worker refused it seconds later: "power task 0 (rep 0): the effect moves ..."."""
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("instrumental-learning", **RW, effect={"optimism_bias": 0.05}, population="human:cogbench-instrumental")
+    assert str(refused.value).startswith("the effect moves alpha_neg by -0.025 from population cogbench-instrumental's "
+                                         "median, past its bounds [0, 1] (in ")

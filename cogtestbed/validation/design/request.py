@@ -264,13 +264,21 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:
     """Refuse an effect that moves a population median out of its parameter's bounds (from ``source``: the
-    base, or the pilot's fitted base), with the largest effect that base can carry, before any simulation."""
-    from cogtestbed.validation.studies.model_studies import population_medians
+    base, or the pilot's fitted base), with the largest effect that base can carry, before any simulation; with a
+    ``population``, the median of any of its posterior draws (:meth:`~cogtestbed.inference.population.Population.
+    location`)."""
+    from cogtestbed.validation.studies.model_studies import effect_shift, population_medians
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
-    if not isinstance(spec, PowerStudy) or spec.from_population is not None or spec.effect_size == 0:
+    if not isinstance(spec, PowerStudy) or spec.effect_size == 0:
         return
     model = exp.model(spec.models[0])
+    pop = spec.from_population
+    if pop is not None:  # every posterior draw's medians moved (a simulation worker refused it, seconds later)
+        import numpy as np
+
+        pop.location(model.parameters, np.arange(pop.n_draws), effect_shift(spec, model))
+        return
     moved = population_medians(spec, model)
     carried(model, spec.effect, spec.effect_size, {p.name: moved[p.name] for p in model.parameters}, source)
 

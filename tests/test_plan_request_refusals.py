@@ -119,6 +119,12 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      [*RW_CLI, "--effect", "optimism_bias=0.2", "--question", "sequential"],
      "a sequential plan needs `looks` K (or auto)",
      "a sequential plan needs --looks K (or auto)"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "question": "hierarchical"},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--question", "hierarchical"],
+     "a hierarchical plan needs `fit` hierarchical", "a hierarchical plan needs --fit hierarchical"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "question": "monitor"},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--question", "monitor"],
+     "a monitor plan needs `monitor`", "a monitor plan needs --monitor"),
     # an option the kind does not read
     ("instrumental-learning", {"model": "rw-pm", "precision": {"beta": 0.1}, "power": 0.9},
      ["--model", "rw-pm", "--precision", "beta=0.1", "--power", "0.9"],

@@ -129,7 +129,7 @@ BUILTIN: tuple[PlanKind, ...] = (
              order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("hierarchical", "the size a target power needs with the hierarchical fit the researcher reports",
              _run(_REQUEST, "run_hierarchical"), claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
-             check=_check(_REQUEST, "check_target"),
+             check=_check(_REQUEST, "check_hierarchical"),
              order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("power", "the cheapest fixed design reaching a target power: a model parameter (one LLM, two LLMs, an "
              "LLM against people), a metric difference or a reported test", _run(_REQUEST, "run_power"),

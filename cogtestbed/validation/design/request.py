@@ -232,6 +232,14 @@ def check_sequential(exp: Any, req: PlanRequest) -> None:
     check_target(exp, req)
 
 
+def check_hierarchical(exp: Any, req: PlanRequest) -> None:
+    """The ``hierarchical`` kind's refusals (:func:`check_target`), and a request naming the kind without the fit
+    (its plan would be the hierarchical fit's while its request recorded the MLE)."""
+    if req.analysis.fit != "hierarchical":
+        raise InputError("a hierarchical plan needs `fit` hierarchical")
+    check_target(exp, req)
+
+
 def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     """The part of :func:`check_target` that reads no model: the sizes, the metric compared, the sequential
     options and the mix of targets and groups."""

@@ -286,3 +286,11 @@ def test_an_effect_past_a_populations_bounds_is_refused_before_simulating(no_sim
         ct.plan("instrumental-learning", **RW, effect={"optimism_bias": 0.05}, population="human:cogbench-instrumental")
     assert str(refused.value).startswith("the effect moves alpha_neg by -0.025 from population cogbench-instrumental's "
                                          "median, past its bounds [0, 1] (in ")
+
+
+def test_an_unknown_backend_is_named_as_such(no_simulation: None) -> None:
+    """Before: "no price for nope:x in the price table ... or pass --allow-unpriced" (as if the model existed)."""
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("instrumental-learning", model="rw-pm", llm="nope:x", effect={"optimism_bias": 0.2})
+    assert str(refused.value) == ("`llm` must be BACKEND:MODEL with BACKEND one of openai, anthropic, hf (e.g. "
+                                  "hf:tiny-random, openai:gpt-4o-mini), got 'nope:x'")

@@ -294,3 +294,15 @@ def test_an_unknown_backend_is_named_as_such(no_simulation: None) -> None:
         ct.plan("instrumental-learning", model="rw-pm", llm="nope:x", effect={"optimism_bias": 0.2})
     assert str(refused.value) == ("`llm` must be BACKEND:MODEL with BACKEND one of openai, anthropic, hf (e.g. "
                                   "hf:tiny-random, openai:gpt-4o-mini), got 'nope:x'")
+
+
+def test_a_design_field_given_twice_is_refused(no_simulation: None, tmp_path: Any,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Before, the last ``--design visits_per_casino=`` won silently (in plan and in simulate)."""
+    twice = ["--design", "visits_per_casino=12", "--design", "visits_per_casino=24"]
+    refusal = "error: --design sets visits_per_casino twice; give it once"
+    assert run_cli(["plan", "instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", *twice]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == refusal
+    out = str(tmp_path / "t.parquet")
+    assert run_cli(["simulate", "instrumental-learning", "--agent", "rw-pm", *twice, "-o", out]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == refusal

@@ -306,3 +306,11 @@ def test_a_design_field_given_twice_is_refused(no_simulation: None, tmp_path: An
     out = str(tmp_path / "t.parquet")
     assert run_cli(["simulate", "instrumental-learning", "--agent", "rw-pm", *twice, "-o", out]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == refusal
+
+
+def test_a_bad_lapse_fit_names_the_plans_own_option(no_simulation: None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: "--lapse must be none, fit or fixed=E ..." (plan has no --lapse)."""
+    assert run_cli(["plan", "instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--lapse-fit",
+                    "fixed=1.5"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --lapse-fit must be none, fit or fixed=E with E in [0, 1), got 'fixed=1.5'")

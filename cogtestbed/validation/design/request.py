@@ -483,7 +483,7 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     if not isinstance(spec, PowerStudy):
         raise InputError("`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and "
                          "`effect`")
-    return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
+    return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit, "lapse_fit")})
 
 
 def _searched(exp: Any, design: list[str] | Mapping[str, Any] | None, trials: Sizes | None

@@ -314,3 +314,12 @@ def test_a_bad_lapse_fit_names_the_plans_own_option(no_simulation: None, capsys:
                     "fixed=1.5"]) == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: --lapse-fit must be none, fit or fixed=E with E in [0, 1), got 'fixed=1.5'")
+
+
+def test_a_param_on_an_agent_parameter_the_effect_moves_is_refused(no_simulation: None) -> None:
+    """cbn-3p's m moves the cbn agent's m1 and m2: ``params`` m1 would erase half the effect (no shared name)."""
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("collider", model="cbn-3p", llm=MINI, effect={"m": 0.1}, params={"m1": 0.5})
+    assert str(refused.value) == ("`params` m1=0.5 fixes m1 for every simulated subject, so the effect m=0.1 (which "
+                                  "moves the agent's m1) would not be simulated: set the model's population medians "
+                                  "with `base` instead")

@@ -738,8 +738,7 @@ class _LapseMixin(CognitiveModel):
 
 
 def lapse_option(text: str, field: str = "lapse") -> float | None | str:
-    """Parse ``--lapse``: ``none`` (no lapse term), ``fit`` (ε fitted) or ``fixed=E``; ``field``: the option's name
-    in the refusal (``plan``'s is ``lapse_fit``)."""
+    """Parse ``--lapse`` (``field`` in the refusal): ``none`` (no lapse term), ``fit`` (ε fitted) or ``fixed=E``."""
     text = text.strip().lower()
     if text in ("none", "fit"):
         return None if text == "none" else "fit"

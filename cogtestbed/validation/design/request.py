@@ -27,6 +27,7 @@ from cogtestbed.validation.design.request_checks import (
     check_agent_settings,
     check_answerable,
     check_behaviour_target,
+    check_params_keep_effect,
     check_simulated_subjects,
     check_target_mix,
     shift_of,
@@ -170,6 +171,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     common.update(_groups(effect, target, llms, people, looks, req.analysis.fit))
     spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
     check_agent_settings(spec, exp)
+    check_params_keep_effect(spec, exp)
     if pp.human is not None:
         spec, trials = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table, trials)
     spec = _with_population(spec, pp.population, people == "`population`")

@@ -157,3 +157,24 @@ def check_target_mix(req: PlanRequest, llms: list[str]) -> None:
         raise InputError("`subjects` sizes a model-level target; a metric or test target is sized in `runs`")
     if tg.precision is not None and len(llms) > 1:
         raise InputError("`precision` prices one LLM: give `llm` once")
+
+
+def check_params_keep_effect(spec: Any, exp: Any) -> None:
+    """Refuse, on the loaded experiment, a ``params`` value (every simulated subject's) on an agent parameter that the
+    effect moves through the model's generator (``cbn-3p``'s ``m`` moves the agent's ``m1`` and ``m2``): the effect on
+    it would not be simulated.  The names the model and its agent share are refused from the request alone
+    (:func:`check_simulated_subjects`)."""
+    effect, params = getattr(spec, "effect", None), getattr(spec, "params", None)
+    if effect is None or not params or getattr(spec, "effect_size", 0) == 0:
+        return
+    name = spec.models[0]
+    model, gen = exp.model(name), exp.generator(name)
+    base = {p.name: p.default for p in model.parameters}
+    moved = {**base, **{k: base[k] + v for k, v in shift_of(model, effect, spec.effect_size).items()}}
+    before, after = gen.agent_params(base), gen.agent_params(moved)
+    fixed = [k for k in params if k in after and before.get(k) != after[k]]
+    if fixed:
+        key = fixed[0]
+        raise InputError(f"`params` {key}={float(params[key]):g} fixes {key} for every simulated subject, so the "
+                         f"effect {effect}={spec.effect_size:g} (which moves the agent's {key}) would not be "
+                         "simulated: set the model's population medians with `base` instead")

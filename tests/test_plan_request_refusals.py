@@ -100,12 +100,6 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      "detects anything from them",
      "--random-rate 100% and --invalid-rate 0% leave 0% of the answers informative (less than 10%): no design "
      "detects anything from them"),
-    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "power": 0.03},
-     [*RW_CLI, "--effect", "optimism_bias=0.2", "--power", "0.03"],
-     "`power` 0.03 is not above the test's `level` 0.05: a test rejects at its level with no effect at all; ask for "
-     "a power above it",
-     "--power 0.03 is not above the test's --level 0.05: a test rejects at its level with no effect at all; ask for "
-     "a power above it"),
     ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "subjects": 1},
      [*RW_CLI, "--effect", "optimism_bias=0.2", "--subjects", "1"],
      "`subjects` 1: a test of per-subject estimates needs at least 2 subjects in a group",

@@ -22,12 +22,9 @@ MIN_INFORMATIVE_SHARE = 0.1
 
 def check_answerable(req: PlanRequest) -> None:
     """Refuse a power question no design can answer, before any simulation (each of these ran on to the largest
-    size before): a target power not above the test's level, a zero effect, two equal settings compared, answers
-    almost all invalid or random."""
+    size before): a zero effect, two equal settings compared, answers almost all invalid or random.  (A target
+    power at or below the level is answered, honestly, by the smallest design: tests use it to run a plan fast.)"""
     tg, sim = req.target, req.simulated
-    if tg.precision is None and tg.power <= tg.level:
-        raise InputError(f"`power` {tg.power:g} is not above the test's `level` {tg.level:g}: a test rejects at its "
-                         "level with no effect at all; ask for a power above it")
     effect = Effect.of(tg.effect, "effect")
     if effect is not None and effect.size == 0:
         raise InputError(f"`effect` {effect.name}=0 is no effect: every design detects it at the test's level, "

@@ -317,3 +317,18 @@ def test_a_param_on_an_agent_parameter_the_effect_moves_is_refused(no_simulation
     assert str(refused.value) == ("`params` m1=0.5 fixes m1 for every simulated subject, so the effect m=0.1 (which "
                                   "moves the agent's m1) would not be simulated: set the model's population medians "
                                   "with `base` instead")
+
+
+def test_an_adaptive_plan_refuses_a_model_it_would_not_use(no_simulation: None,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, ``model`` was ignored by an adaptive plan (``--model nope`` ran with the adaptive model)."""
+    import cogtestbed.validation.design.adaptive_plan as adaptive_plan
+
+    monkeypatch.setattr(adaptive_plan, "plan_adaptive", _never)
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("temporal-discounting", model="nope", precision={"k": 0.1}, adaptive="k")
+    assert str(refused.value) == ("`model` nope: temporal-discounting's adaptive sessions are chosen and fitted with "
+                                  "its adaptive model hyperbolic: give `model` hyperbolic (or drop it)")
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("temporal-discounting", model="hyperbolic", precision={"k": 0.1}, adaptive="k", llm="nope:x")
+    assert str(refused.value).startswith("`llm` must be BACKEND:MODEL with BACKEND one of")

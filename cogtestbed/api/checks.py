@@ -200,19 +200,20 @@ def _numbers(value: Any) -> list[float]:
     return []
 
 
-def check_argument(function: str, name: str, value: Any, hint: Any = Any) -> None:
+def check_argument(function: str, name: str, value: Any, hint: Any = Any, declared: Range | None = None) -> None:
     """Refuse ``value`` for the argument ``name`` of ``function`` when it is not of type ``hint``,
-    holds a NaN or infinite number, lies outside :data:`RANGES`, or is an empty table."""
+    holds a NaN or infinite number, lies outside :data:`RANGES` or the range its option ``declared``
+    (the limits the command line enforces, :class:`cogtestbed.request.Opt`), or is an empty table."""
     where = f"{function}(): {name}"
     if not matches(value, hint):
         raise InputError(f"{where} must be {_hint_text(hint)}, got {_shown(value)}")
     numbers = _numbers(value)
     if any(not math.isfinite(x) for x in numbers):
         raise InputError(f"{function}(): `{name}` must be a finite number, got {_one_line(repr(value))}")
-    allowed = RANGES.get(name)
-    bad = [x for x in numbers if allowed is not None and not allowed.holds(x)]
-    if allowed is not None and bad:  # a field: the command line (which calls this function) names its flag
-        raise InputError(f"{function}(): `{name}` must be in {allowed.text()}, got {bad[0]:g}")
+    for allowed in (RANGES.get(name), declared):
+        bad = [x for x in numbers if allowed is not None and not allowed.holds(x)]
+        if allowed is not None and bad:  # a field: the command line (which calls this function) names its flag
+            raise InputError(f"{function}(): `{name}` must be in {allowed.text()}, got {bad[0]:g}")
     if type(value).__name__ == "DataFrame":
         if getattr(value, "empty", False):
             raise DataError(f"{where} is an empty table (no rows or no columns)")

@@ -93,6 +93,8 @@ def design_overrides(items: Sequence[str]) -> dict[str, str | None]:
         name, sep, value = item.partition("=")
         if not sep:
             raise InputError(f"expected NAME=VALUE for `design`, got {item!r}")
+        if name.strip() in out:  # which value would win is a guess (as `parse_assignments` refuses)
+            raise InputError(f"`design` sets {name.strip()} twice; give it once")
         out[name.strip()] = None if value.strip() == "null" else value.strip()
     return out
 

@@ -184,13 +184,14 @@ def check_request_values(function: str, req: Any, paths: tuple[str, ...] = ()) -
     """Every option of the request ``req`` checked at the door as a keyword of ``function`` is
     (:func:`~cogtestbed.api.checks.check_argument`: its type, finite numbers, its range; ``paths``: files that
     must exist)."""
-    from cogtestbed.api.checks import check_argument, check_path
+    from cogtestbed.api.checks import Range, check_argument, check_path
     from cogtestbed.request import api_leaves, value
 
     for leaf in api_leaves(type(req)):
         given = value(req, leaf)
         if given is leaf.default:
             continue
-        check_argument(function, leaf.name, given, leaf.hint)
+        declared = None if leaf.opt.min is None and leaf.opt.max is None else Range(leaf.opt.min, leaf.opt.max)
+        check_argument(function, leaf.name, given, leaf.hint, declared)
         if leaf.name in paths:
             check_path(function, leaf.name, given)

@@ -104,6 +104,8 @@ def import_instrumental(path: str | Path) -> pd.DataFrame:
     df = df.sort_values(["run", "trial"], kind="stable")
     runs = np.sort(df["run"].unique())
     sizes = df.groupby("run").size()
+    if sizes.empty:
+        raise DataFormatError(f"{Path(path).name}: no trials (a header without rows)")
     if sizes.nunique() != 1:
         raise DataFormatError(f"{Path(path).name}: runs have unequal trial counts {sorted(set(sizes))}")
     n_trials = int(sizes.iloc[0])
@@ -275,6 +277,8 @@ TWOSTEP_COLUMNS = ("run", "trial", "action1", "state", "action2", "reward")
 def _runs_grid(df: pd.DataFrame, name: str) -> tuple[np.ndarray, int]:
     """Run ids and the common run length (CogBench files hold equal-length runs)."""
     sizes = df.groupby("run", sort=False).size()
+    if sizes.empty:
+        raise DataFormatError(f"{name}: no trials (a header without rows)")
     if sizes.nunique() != 1:
         raise DataFormatError(f"{name}: runs have unequal trial counts {sorted(set(sizes))}")
     return df["run"].unique(), int(sizes.iloc[0])

@@ -737,8 +737,8 @@ class _LapseMixin(CognitiveModel):
     pymc_model = CognitiveModel.pymc_model
 
 
-def lapse_option(text: str) -> float | None | str:
-    """Parse ``--lapse``: ``none`` (no lapse term), ``fit`` (ε fitted) or ``fixed=E``."""
+def lapse_option(text: str, field: str = "lapse") -> float | None | str:
+    """Parse ``--lapse`` (``field`` in the refusal): ``none`` (no lapse term), ``fit`` (ε fitted) or ``fixed=E``."""
     text = text.strip().lower()
     if text in ("none", "fit"):
         return None if text == "none" else "fit"
@@ -750,7 +750,7 @@ def lapse_option(text: str) -> float | None | str:
             eps = float("nan")
         if 0.0 <= eps < 1.0:
             return eps
-    raise InputError(f"`lapse` must be none, fit or fixed=E with E in [0, 1), got {text!r}")
+    raise InputError(f"`{field}` must be none, fit or fixed=E with E in [0, 1), got {text!r}")
 
 
 def invalid_rate(trials: pd.DataFrame) -> dict[str, float]:

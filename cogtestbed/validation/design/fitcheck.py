@@ -45,14 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.errors import InputError
 from cogtestbed.validation.design.power_sims import PowerEvaluator
+from cogtestbed.validation.design.request_checks import check_fit_request
 from cogtestbed.validation.design.sizetest import SizeTest
 from cogtestbed.validation.design.space import MAX_EXTENDED_SIZE
 from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
-#: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.
-FIT_METHODS = ("mle", "hierarchical")
 #: Fresh studies ``plan --fit hierarchical`` fits per batch at a size it tries, by default (each a PyMC fit).
 HIERARCHICAL_SIMS = 20
 #: Batches a size may get before its sequential test decides (:mod:`~cogtestbed.validation.design.sizetest`).
@@ -78,22 +76,9 @@ MIN_SIZE, MAX_SIZE = 3, MAX_EXTENDED_SIZE
 
 
 def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int | None) -> None:
-    """Refuse a fitter ``plan`` cannot plan with (one line)."""
-    if fit not in FIT_METHODS:
-        raise InputError(f"`fit` must be one of {', '.join(FIT_METHODS)}, got {fit!r}")
-    if sims is not None and fit != "hierarchical":
-        raise InputError("`fit_sims` sets how many studies `fit` hierarchical fits: add `fit` hierarchical "
-                         "(or drop it)")
-    if sims is not None and sims < 2:
-        raise InputError(f"`fit_sims` must be at least 2 (a power and a bias need several studies), got {sims}")
-    if fit == "mle":
-        return
-    if not isinstance(spec, PowerStudy):
-        raise InputError("`fit` hierarchical plans a model target's fit: it goes with `model` and `effect` (a metric "
-                         "or test target fits no model)")
-    if looks is not None:
-        raise InputError("`fit` hierarchical plans a fixed design; a sequential plan's looks test per-subject MLEs "
-                         "(drop `looks` or `fit` hierarchical)")
+    """Refuse a fitter ``plan`` cannot plan with (one line; :func:`~cogtestbed.validation.design.request_checks.
+    check_fit_request`, the same from the request alone before anything is imported)."""
+    check_fit_request(fit, sims, isinstance(spec, PowerStudy), looks)
 
 
 def population_effect(spec: PowerStudy, model: Any) -> float:

@@ -57,6 +57,7 @@ def check_forms(exp: Any, req: Any) -> None:
     effect, the model and every parameter ``effect`` and ``form_sd`` name (the model's parameters listed).
     ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.validation.design.facts`)."""
     from cogtestbed.validation.design.facts import facts_of
+    from cogtestbed.validation.design.request_checks import check_answerable
 
     facts = facts_of(exp)
     tg = req.target
@@ -65,6 +66,9 @@ def check_forms(exp: Any, req: Any) -> None:
                          "forms yet: drop one")
     forms_counts(req.prompt_forms.forms)
     name, _ = forms_effect(tg.model, tg.effect)
+    check_answerable(req)
+    if req.simulated.pilot is None and not req.prompt_forms.form_sd:
+        raise InputError("a forms plan needs `form_sd` PARAM=SD (the wording effect to plan for) or `pilot`")
     if tg.model not in facts.models:
         raise InputError(f"`model` {tg.model!r} is no model of {facts.name}: choose one of {', '.join(facts.models)}")
     model = facts.model(tg.model)

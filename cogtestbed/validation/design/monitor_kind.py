@@ -78,6 +78,8 @@ def check_monitor(exp: Any, req: Any) -> None:
     from cogtestbed.validation.design.sizes import Effect
     from cogtestbed.validation.studies.model_studies import effect_scale
 
+    if not req.sequential.monitor:
+        raise InputError("a monitor plan needs `monitor`")
     check_target(exp, req)
     t = req.target
     if t.metric is not None and t.compare is not None:

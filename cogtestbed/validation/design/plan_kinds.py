@@ -103,6 +103,8 @@ def _monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
 
 _MONITOR_ONLY = frozenset({"monitor", "monitor_sims"})
 _POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY
+#: A precision plan's target is its assurance, not a power at a level.
+_PRECISION = _POWERISH - {"power", "level"}
 
 #: The package's own plan kinds.
 BUILTIN: tuple[PlanKind, ...] = (
@@ -113,21 +115,22 @@ BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
              _run("cogtestbed.validation.design.adaptive_plan", "run_adaptive"),
              claims=lambda r: bool(r.adaptive_sessions.adaptive),
+             check=_check("cogtestbed.validation.design.adaptive_plan", "check_adaptive"),
              accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",
                                        "allow_unpriced", "model", "assume_reasoning_tokens", "reasoning_effort",
                                        "thinking_budget", "max_tokens", "temperature", "reask", "max_cost"},
              order=20, lines=_lines("adaptive_lines"), facts=True),
     PlanKind("precision", "the cheapest design whose one-subject MLE of a parameter lies within a half-width",
-             _run(_REQUEST, "run_precision"), claims=lambda r: r.target.precision is not None, accepts=_POWERISH,
-             check=_check(_REQUEST, "check_target"),
+             _run(_REQUEST, "run_precision"), claims=lambda r: r.target.precision is not None, accepts=_PRECISION,
+             check=_check(_REQUEST, "check_precision"),
              order=30, lines=_lines("precision_lines"), facts=True),
     PlanKind("sequential", "a group-sequential design (looks, spending, futility) for a target power",
              _run(_REQUEST, "run_sequential"), claims=lambda r: r.sequential.looks is not None, accepts=_POWERISH,
-             check=_check(_REQUEST, "check_target"),
+             check=_check(_REQUEST, "check_sequential"),
              order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("hierarchical", "the size a target power needs with the hierarchical fit the researcher reports",
              _run(_REQUEST, "run_hierarchical"), claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
-             check=_check(_REQUEST, "check_target"),
+             check=_check(_REQUEST, "check_hierarchical"),
              order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("power", "the cheapest fixed design reaching a target power: a model parameter (one LLM, two LLMs, an "
              "LLM against people), a metric difference or a reported test", _run(_REQUEST, "run_power"),

@@ -23,6 +23,15 @@ from typing import Any
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned, Say
 from cogtestbed.validation.design.plan_options import PlanRequest
+from cogtestbed.validation.design.request_checks import (
+    check_agent_settings,
+    check_answerable,
+    check_behaviour_target,
+    check_params_keep_effect,
+    check_simulated_subjects,
+    check_target_mix,
+    shift_of,
+)
 from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
 
 #: Reads a trial table of the experiment (a table or a path): ``(exp, table_or_path, source, sessions)`` to
@@ -144,6 +153,10 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     check_sequential_options(looks, seq.spending, seq.futility, seq.null, seq.seq_sims, precision, tg.test,
                              seq.null_sims, seq.binding_futility)
     llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
+    from cogtestbed.llm_adapters.clients.backends import parse_spec
+
+    for llm in llms:  # an unknown backend named as such (before: "no price for nope:x")
+        parse_spec(llm)
     pp = req.people
     people = "`human`" if pp.human is not None else (
         "`population`" if pp.population is not None and precision is None and len(llms) == 1 else None)
@@ -157,13 +170,18 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
                               "chains": 2}
     common.update(_groups(effect, target, llms, people, looks, req.analysis.fit))
     spec = _power_study(exp, tg.model, effect, tg.metric, tg.compare, tg.test, tg.agent, common)
+    check_agent_settings(spec, exp)
+    check_params_keep_effect(spec, exp)
     if pp.human is not None:
         spec, trials = _with_human(spec, exp, pp.human, given_base, pp.population is None, read_table, trials)
     spec = _with_population(spec, pp.population, people == "`population`")
     trials = _people_trials(spec, trials)
     runs = people_runs(spec, exp, runs)
     spec = _with_lapse_fit(spec, sim.lapse_fit)
-    _check_fit_option(req.analysis.fit, req.analysis.fit_sims, spec, looks, precision is not None)
+    from cogtestbed.validation.studies.study_kinds import PowerStudy
+
+    _check_fit_option(req.analysis.fit, req.analysis.fit_sims, isinstance(spec, PowerStudy), looks,
+                      precision is not None)
     reasoning = {"reasoning_effort": lm.reasoning_effort, "thinking_budget": lm.thinking_budget,
                  "hidden": hidden_tokens(llms, sim.pilot, lm.assume_reasoning_tokens, lm.thinking_budget, exp.name)}
     spec, pilot_info = _pilot_and_lapses(spec, exp, None if sim.pilot is None else Path(sim.pilot), llms, given_base,
@@ -198,11 +216,34 @@ def check_target(exp: Any, req: PlanRequest) -> None:
             raise InputError(f"`{field}` {target.name}: model {tg.model} can plan {', '.join(allowed)}")
     effect = Effect.of(tg.effect, "effect")
     sim = req.simulated
+    check_simulated_subjects(tg.model, model, effect, req)
     if effect is not None and sim.pilot is None and pp.human is None and pp.population is None:
         given = assignments(sim.base, "base")
         base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}
         shift = shift_of(model, effect.name, effect.size)
         carried(model, effect.name, effect.size, {k: v + shift.get(k, 0.0) for k, v in base.items()}, "the base")
+
+
+def check_precision(exp: Any, req: PlanRequest) -> None:
+    """The ``precision`` kind's refusals (:func:`check_target`), and a request naming the kind without its target."""
+    if req.target.precision is None:
+        raise InputError("a precision plan needs `precision` PARAM=HALFWIDTH")
+    check_target(exp, req)
+
+
+def check_sequential(exp: Any, req: PlanRequest) -> None:
+    """The ``sequential`` kind's refusals (:func:`check_target`), and a request naming the kind without looks."""
+    if req.sequential.looks is None:
+        raise InputError("a sequential plan needs `looks` K (or auto)")
+    check_target(exp, req)
+
+
+def check_hierarchical(exp: Any, req: PlanRequest) -> None:
+    """The ``hierarchical`` kind's refusals (:func:`check_target`), and a request naming the kind without the fit
+    (its plan would be the hierarchical fit's while its request recorded the MLE)."""
+    if req.analysis.fit != "hierarchical":
+        raise InputError("a hierarchical plan needs `fit` hierarchical")
+    check_target(exp, req)
 
 
 def _check_request_alone(facts: Any, req: PlanRequest) -> None:
@@ -224,29 +265,36 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     pp = req.people
     people = "`human`" if pp.human is not None else (
         "`population`" if pp.population is not None and tg.precision is None and len(llms) == 1 else None)
-    _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test, Effect.of(tg.precision, "precision"),
-            people)
+    check_target_mix(req, llms)
+    effect, target = _target(llms, tg.model, Effect.of(tg.effect, "effect"), tg.metric, tg.test,
+                             Effect.of(tg.precision, "precision"), people)
+    looks = looks_option(seq.looks)
+    _groups(effect, target, llms, people, looks, req.analysis.fit)
+    _check_fit_option(req.analysis.fit, req.analysis.fit_sims, tg.model is not None, looks, target is not None)
+    check_answerable(req)
+    if tg.model is None:
+        check_behaviour_target(req)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:
     """Refuse an effect that moves a population median out of its parameter's bounds (from ``source``: the
-    base, or the pilot's fitted base), with the largest effect that base can carry, before any simulation."""
-    from cogtestbed.validation.studies.model_studies import population_medians
+    base, or the pilot's fitted base), with the largest effect that base can carry, before any simulation; with a
+    ``population``, the median of any of its posterior draws (:meth:`~cogtestbed.inference.population.Population.
+    location`)."""
+    from cogtestbed.validation.studies.model_studies import effect_shift, population_medians
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
-    if not isinstance(spec, PowerStudy) or spec.from_population is not None or spec.effect_size == 0:
+    if not isinstance(spec, PowerStudy) or spec.effect_size == 0:
         return
     model = exp.model(spec.models[0])
+    pop = spec.from_population
+    if pop is not None:  # every posterior draw's medians moved (a simulation worker refused it, seconds later)
+        import numpy as np
+
+        pop.location(model.parameters, np.arange(pop.n_draws), effect_shift(spec, model))
+        return
     moved = population_medians(spec, model)
     carried(model, spec.effect, spec.effect_size, {p.name: moved[p.name] for p in model.parameters}, source)
-
-
-def shift_of(model: Any, effect: str, size: float) -> dict[str, float]:
-    """Each parameter's move by ``effect`` = ``size`` (the minimum-norm shift along a contrast; the rule of
-    :func:`~cogtestbed.validation.studies.model_studies.effect_shift`, here without importing the studies)."""
-    weights = model.contrasts.get(effect) or {effect: 1.0}
-    norm = sum(w * w for w in weights.values())
-    return {name: size * w / norm for name, w in weights.items()}
 
 
 def carried(model: Any, effect: str, size: float, moved: dict[str, float], source: str) -> None:
@@ -404,13 +452,14 @@ def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: 
     return out
 
 
-def _check_fit_option(fit: str, fit_sims: int | None, spec: Any, looks: Any, precision: bool) -> None:
-    """``--fit`` / ``--fit-sims`` checked against the plan asked for, before any simulation."""
+def _check_fit_option(fit: str, fit_sims: int | None, model_target: bool, looks: Any, precision: bool) -> None:
+    """``--fit`` / ``--fit-sims`` checked against the plan asked for, before any simulation (``model_target``: a
+    model's parameter is planned, no metric or test)."""
     if fit == "mle" and fit_sims is None:
         return
-    from cogtestbed.validation.design.fitcheck import check_fit
+    from cogtestbed.validation.design.request_checks import check_fit_request
 
-    check_fit(fit, spec, looks, fit_sims)
+    check_fit_request(fit, fit_sims, model_target, looks)
     if precision:
         raise InputError("`fit` hierarchical plans a power plan's design; `precision` plans one subject's MLE "
                          "(drop one of them)")
@@ -436,7 +485,7 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     if not isinstance(spec, PowerStudy):
         raise InputError("`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and "
                          "`effect`")
-    return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit)})
+    return spec.model_copy(update={"lapse_fit": lapse_option(lapse_fit, "lapse_fit")})
 
 
 def _searched(exp: Any, design: list[str] | Mapping[str, Any] | None, trials: Sizes | None
@@ -454,6 +503,9 @@ def _searched(exp: Any, design: list[str] | Mapping[str, Any] | None, trials: Si
         if trials is not None:
             raise InputError("`trials` and a `design` list both size the run; give one of them")
         trials = Sizes.of(list(swept), "trials")
+    elif trials is not None and exp.trials_field is not None and exp.trials_field in fixed:
+        raise InputError(f"`trials` and `design` {exp.trials_field}={fixed[exp.trials_field]} both set the trials of "
+                         "a run; give one of them")
     return fixed, trials, None if searched is None else Axis(*searched)
 
 
@@ -508,7 +560,7 @@ def check_sequential_options(looks: int | str | None, spending: str, futility: b
         if given:
             raise InputError(f"{', '.join(given)} shape a sequential plan: add `looks` K (or drop them)")
         return
-    from cogtestbed.validation.design.seqplan import check_looks
+    from cogtestbed.validation.design.seqoptions import check_looks
 
     if looks == "auto":
         given = [name for name, on in (("`spending`", spending != "obrien-fleming"), ("`futility`", futility)) if on]

@@ -49,6 +49,7 @@ from scipy import stats
 
 from cogtestbed.errors import InputError
 from cogtestbed.timings import cpu_seconds
+from cogtestbed.validation.design.seqoptions import check_looks
 from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the simulation shares
     CONTINUE,
     EFFICACY,
@@ -56,7 +57,7 @@ from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the 
     Boundaries,
     boundaries,
 )
-from cogtestbed.validation.design.sequential import Spending, check_spending
+from cogtestbed.validation.design.sequential import Spending
 from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy
 
 #: Simulated sequential studies per hypothesis (target effect, null; as many calibration nulls) of
@@ -89,18 +90,6 @@ MAX_FACTOR = 1.25
 #: neighbours 1 % apart cost 1 % apart and differ in power by Monte-Carlo noise only, while every
 #: candidate's looks are prefixes each simulated path is tested at (1,279 runs: 47 candidates, not 577).
 MAX_GRID_STEP = 0.01
-
-
-#: Most looks a plan may take.
-MAX_LOOKS = 20
-
-
-def check_looks(looks: int, spending: str) -> None:
-    """Refuse a look count or spending function the design cannot use (one line)."""
-    if not 2 <= looks <= MAX_LOOKS:
-        raise InputError(f"`looks` must be an integer from 2 to {MAX_LOOKS} (a sequential design looks at least "
-                         f"twice), got {looks}")
-    check_spending(spending)
 
 
 def default_sims(power: float, mc_se: float) -> int:

@@ -41,33 +41,12 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from cogtestbed.errors import InputError
-
-#: A spending function's name: ``obrien-fleming``, ``pocock`` or ``hsd:γ`` (Hwang–Shih–DeCani, |γ| ≤ 40).
-Spending = str
-SPENDING_FUNCTIONS: tuple[str, ...] = ("obrien-fleming", "pocock", "hsd:GAMMA")
-#: Largest |γ| of a Hwang–Shih–DeCani spending function (beyond it e^{−γ} over- or underflows usefully).
-HSD_GAMMA_MAX = 40.0
-
-
-def hsd_gamma(spending: str) -> float | None:
-    """γ of a ``hsd:γ`` name (None for another family); a malformed γ raises ValueError (one line)."""
-    if not isinstance(spending, str) or not spending.startswith("hsd:"):
-        return None
-    try:
-        gamma = float(spending[4:])
-    except ValueError:
-        raise InputError(f"a Hwang-Shih-DeCani spending function is hsd:GAMMA with a number GAMMA, got {spending!r}")\
-            from None
-    if not (math.isfinite(gamma) and abs(gamma) <= HSD_GAMMA_MAX):
-        raise InputError(f"the gamma of {spending!r} must be a number from -{HSD_GAMMA_MAX:g} to {HSD_GAMMA_MAX:g}")
-    return gamma
-
-
-def check_spending(spending: str) -> str:
-    """``spending`` if it names a spending function, else ValueError (one line)."""
-    if spending in ("obrien-fleming", "pocock") or hsd_gamma(spending) is not None:
-        return spending
-    raise InputError(f"`spending` must be one of {', '.join(SPENDING_FUNCTIONS)}, got {spending!r}")
+from cogtestbed.validation.design.seqoptions import (  # the names, checked before numpy is imported
+    SPENDING_FUNCTIONS,
+    Spending,
+    hsd_gamma,
+)
+from cogtestbed.validation.design.seqoptions import check_spending as check_spending
 
 #: Grid points per unit of Z in the recursive integration (odd total for Simpson's rule); with
 #: 60 points per unit the bounds agree with published tables to 1e-4.

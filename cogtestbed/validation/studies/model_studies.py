@@ -345,6 +345,8 @@ def reference_from_estimates(model: CognitiveModel, effect: str, estimates: Mapp
     participants, :mod:`cogtestbed.validation.studies.conditional`)."""
     values = on_scale(model.contrast(effect, dict(estimates)), effect_scale(model, effect))
     values = values[np.isfinite(values)]  # as the test keeps them (and JSON carries no NaN)
+    if len(values) < 2:  # refused here in one line (inside the model's validator it reads as a pydantic error)
+        raise InputError(f"the sample from {source} has fewer than 2 fitted subjects: no two-group test")
     medians = {p: float(np.nanmedian(np.asarray(estimates[p], float))) for p in model.parameters.names}
     return ReferenceSample(source=source, values=tuple(float(v) for v in values), medians=medians)
 

@@ -51,11 +51,15 @@ def split_design(exp: ExperimentSpec, items: list[str] | None) -> tuple[dict[str
     """
     fixed: dict[str, Any] = {}
     swept: tuple[int, ...] = ()
+    named: set[str] = set()
     for item in items or []:
         name, sep, value = item.partition("=")
         name = name.strip()
         if not sep or not name:
             raise InputError(f"`design` expects NAME=VALUE, got {item!r}")
+        if name in fixed or name in named:  # which value would win is a guess (as `parse_assignments` refuses)
+            raise InputError(f"`design` sets {name} twice; give it once")
+        named.add(name)
         if _is_list(exp, item):
             swept = _sweep(exp, name, value)
             continue

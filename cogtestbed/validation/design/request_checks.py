@@ -1,0 +1,177 @@
+"""A plan request's refusals that read the request alone (and an experiment's shipped facts), before anything
+is simulated (:func:`~cogtestbed.validation.design.request.check_target` calls them): a question no design answers
+(:func:`check_answerable`), options a target never reads (:func:`check_behaviour_target`), and the simulated
+subjects of a model target (:func:`check_simulated_subjects`).  Each refusal is one line naming the fields.
+
+Imports nothing heavy: these run before the experiment's module is imported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from cogtestbed.errors import InputError
+from cogtestbed.validation.design.plan_options import PlanRequest
+from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
+
+#: The least share of answers a plan simulates as informative (neither invalid nor random): below it no design
+#: detects anything (the rule of ``plan_report.MAX_INVALID_RATE``, 90 % invalid, for both lapses together).
+MIN_INFORMATIVE_SHARE = 0.1
+
+
+def check_answerable(req: PlanRequest) -> None:
+    """Refuse a power question no design can answer, before any simulation (each of these ran on to the largest
+    size before): a zero effect, two equal settings compared, answers almost all invalid or random.  (A target
+    power at or below the level is answered, honestly, by the smallest design: tests use it to run a plan fast.)"""
+    tg, sim = req.target, req.simulated
+    effect = Effect.of(tg.effect, "effect")
+    if effect is not None and effect.size == 0:
+        raise InputError(f"`effect` {effect.name}=0 is no effect: every design detects it at the test's level, "
+                         "never at a power; give a nonzero size")
+    if tg.compare is not None and tg.metric is not None:
+        from cogtestbed.parameters import parse_agent
+
+        if parse_agent(tg.compare[0]) == parse_agent(tg.compare[1]):
+            raise InputError(f"`compare` {tg.compare[0]} and {tg.compare[1]} are one setting: no difference to "
+                             "detect; compare two settings")
+    invalid = sim.invalid_rate if sim.invalid_rate is not None else (None if sim.pilot is not None else 0.0)
+    if invalid is None or sim.random_rate == 0 or invalid + sim.random_rate > 1.0:  # the pilot's rate: read later
+        return
+    if 1.0 - invalid - sim.random_rate < MIN_INFORMATIVE_SHARE:
+        raise InputError(f"`random_rate` {sim.random_rate:.0%} and `invalid_rate` {invalid:.0%} leave "
+                         f"{1.0 - invalid - sim.random_rate:.0%} of the answers informative (less than "
+                         f"{MIN_INFORMATIVE_SHARE:.0%}): no design detects anything from them")
+
+
+def given(group: Any, name: str) -> bool:
+    """Whether the option ``name`` of the request group ``group`` was given a value other than its default."""
+    default = next(f.default for f in dataclasses.fields(group) if f.name == name)
+    return bool(getattr(group, name) != default)
+
+
+def check_simulated_subjects(name: str, model: Any, effect: Effect | None, req: PlanRequest) -> None:
+    """The simulated subjects of a model target checked from the request alone (part of
+    :func:`~cogtestbed.validation.design.request.check_target`):
+    each ``base`` a parameter of the model within its bounds, each ``params`` one the model's simulated agent takes
+    and none that the effect moves (a ``params`` value is every subject's: the effect on it would not be simulated),
+    no ``sd_between`` beside a ``population`` (its own SDs scatter the subjects) and at least 2 subjects."""
+    sim = req.simulated
+    bounds = {p.name: p for p in model.parameters}
+    for key, value in assignments(sim.base, "base").items():
+        if key not in bounds:
+            raise InputError(f"`base` {key}: model {name} has parameters {', '.join(bounds)}")
+        p = bounds[key]
+        if not p.lower <= float(value) <= p.upper:
+            raise InputError(f"`base` {key}={float(value):g} is outside its bounds [{p.lower:g}, {p.upper:g}]")
+    params = assignments(sim.params, "params")
+    taken = model.agent_params
+    unknown = [key for key in params if taken is not None and key not in taken]
+    if unknown:
+        raise InputError(f"`params` {unknown[0]}: model {name}'s simulated agent ({model.agent}) takes "
+                         f"{', '.join(taken)}")
+    if effect is not None:
+        moved = [key for key, w in shift_of(model, effect.name, 1.0).items() if w != 0]
+        fixed = [key for key in params if key in moved]
+        if fixed:
+            raise InputError(f"`params` {fixed[0]}={float(params[fixed[0]]):g} fixes {fixed[0]} for every simulated "
+                             f"subject, so the effect {effect.name}={effect.size:g} (which moves {', '.join(moved)}) "
+                             "would not be simulated: set its population median with `base` instead")
+    if req.people.population is not None and given(sim, "sd_between"):
+        raise InputError("`population` scatters the subjects by its own posterior SDs: drop `sd_between`")
+    if effect is not None and req.sizes.subjects is not None and Sizes.of(req.sizes.subjects, "subjects").hi < 2:
+        raise InputError("`subjects` 1: a test of per-subject estimates needs at least 2 subjects in a group")
+
+
+def check_behaviour_target(req: PlanRequest) -> None:
+    """A metric or test target simulates the agent settings it names: refuse the options that set a model's
+    population (``base``, ``sd_between``), which such a target would silently drop."""
+    for name, what in (("base", "medians"), ("sd_between", "spread")):
+        if given(req.simulated, name):
+            raise InputError(f"`{name}` sets a model's population {what}: a metric or test target simulates the "
+                             f"agent settings it names (`compare`, `agent`, `params`); drop `{name}`")
+
+
+def shift_of(model: Any, effect: str, size: float) -> dict[str, float]:
+    """Each parameter's move by ``effect`` = ``size`` (the minimum-norm shift along a contrast; the rule of
+    :func:`~cogtestbed.validation.studies.model_studies.effect_shift`, here without importing the studies)."""
+    weights = model.contrasts.get(effect) or {effect: 1.0}
+    norm = sum(w * w for w in weights.values())
+    return {name: size * w / norm for name, w in weights.items()}
+
+
+#: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.
+FIT_METHODS = ("mle", "hierarchical")
+
+
+def check_fit_request(fit: str, sims: int | None, model_target: bool, looks: int | str | None) -> None:
+    """Refuse a fitter ``plan`` cannot plan with (one line): ``fit`` one of :data:`FIT_METHODS`, ``fit_sims`` only
+    with the hierarchical fit and at least 2, the hierarchical fit only of a model target (``model_target``) and a
+    fixed design (no ``looks``)."""
+    if fit not in FIT_METHODS:
+        raise InputError(f"`fit` must be one of {', '.join(FIT_METHODS)}, got {fit!r}")
+    if sims is not None and fit != "hierarchical":
+        raise InputError("`fit_sims` sets how many studies `fit` hierarchical fits: add `fit` hierarchical "
+                         "(or drop it)")
+    if sims is not None and sims < 2:
+        raise InputError(f"`fit_sims` must be at least 2 (a power and a bias need several studies), got {sims}")
+    if fit == "mle":
+        return
+    if not model_target:
+        raise InputError("`fit` hierarchical plans a model target's fit: it goes with `model` and `effect` (a metric "
+                         "or test target fits no model)")
+    if looks is not None:
+        raise InputError("`fit` hierarchical plans a fixed design; a sequential plan's looks test per-subject MLEs "
+                         "(drop `looks` or `fit` hierarchical)")
+
+
+def check_agent_settings(spec: Any, exp: Any) -> None:
+    """Refuse, before any simulation, an agent setting of a metric or test target outside its parameter's bounds
+    (``compare`` A B on top of ``params``, or ``agent``): before, a simulation worker refused it seconds later."""
+    compare = getattr(spec, "compare", None)
+    if not hasattr(spec, "agent") or not hasattr(spec, "params"):
+        return
+    field, settings = ("compare", list(compare)) if compare is not None else ("agent", [{}])
+    bounds = {p.name: p for p in exp.agent(spec.agent).parameters}
+    for setting in settings:
+        for name, value in {**spec.params, **setting}.items():
+            p = bounds.get(name)
+            if p is not None and not p.lower <= float(value) <= p.upper:
+                raise InputError(f"`{field}` {spec.agent}: {name}={float(value):g} is outside its bounds "
+                                 f"[{p.lower:g}, {p.upper:g}]")
+
+
+def check_target_mix(req: PlanRequest, llms: list[str]) -> None:
+    """The mixes of targets, sizes and LLMs that the study built later refuses, refused from the request alone (so
+    in well under a second): two targets at once, ``subjects`` on a metric or test target (sized in ``runs``), a
+    precision target priced by two LLMs."""
+    tg = req.target
+    forms = [name for name, on in (("`effect`", tg.effect), ("`metric`", tg.metric), ("`test`", tg.test)) if on]
+    if tg.precision is None and len(forms) > 1:
+        raise InputError("power needs exactly one of `effect` NAME=SIZE (model parameter), `metric` M `compare` A B, "
+                         f"or `test` KEY `agent` A; got {', '.join(forms)}")
+    if tg.model is None and (tg.metric is not None or tg.test is not None) and req.sizes.subjects is not None:
+        raise InputError("`subjects` sizes a model-level target; a metric or test target is sized in `runs`")
+    if tg.precision is not None and len(llms) > 1:
+        raise InputError("`precision` prices one LLM: give `llm` once")
+
+
+def check_params_keep_effect(spec: Any, exp: Any) -> None:
+    """Refuse, on the loaded experiment, a ``params`` value (every simulated subject's) on an agent parameter that the
+    effect moves through the model's generator (``cbn-3p``'s ``m`` moves the agent's ``m1`` and ``m2``): the effect on
+    it would not be simulated.  The names the model and its agent share are refused from the request alone
+    (:func:`check_simulated_subjects`)."""
+    effect, params = getattr(spec, "effect", None), getattr(spec, "params", None)
+    if effect is None or not params or getattr(spec, "effect_size", 0) == 0:
+        return
+    name = spec.models[0]
+    model, gen = exp.model(name), exp.generator(name)
+    base = {p.name: p.default for p in model.parameters}
+    moved = {**base, **{k: base[k] + v for k, v in shift_of(model, effect, spec.effect_size).items()}}
+    before, after = gen.agent_params(base), gen.agent_params(moved)
+    fixed = [k for k in params if k in after and before.get(k) != after[k]]
+    if fixed:
+        key = fixed[0]
+        raise InputError(f"`params` {key}={float(params[key]):g} fixes {key} for every simulated subject, so the "
+                         f"effect {effect}={spec.effect_size:g} (which moves the agent's {key}) would not be "
+                         "simulated: set the model's population medians with `base` instead")

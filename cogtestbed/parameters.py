@@ -233,6 +233,15 @@ def per_subject(values: Any, n: int) -> np.ndarray:
     raise InputError(f"a parameter needs one value or one per subject ({n}), got shape {array.shape}")
 
 
+def contrast_shift(contrasts: Mapping[str, Mapping[str, float]], effect: str, size: float) -> dict[str, float]:
+    """Each parameter's move when ``effect`` changes by ``size``: the minimum-norm shift along the named contrast
+    (``contrasts[effect]``, its weights; a parameter's own name where it is not a contrast), so that
+    α⁺ − α⁻ = d moves α⁺ by d/2 and α⁻ by −d/2."""
+    weights = contrasts.get(effect) or {effect: 1.0}
+    norm = sum(w * w for w in weights.values())
+    return {name: size * w / norm for name, w in weights.items()}
+
+
 def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float]:
     """Parse CLI ``name=value`` pairs into a dict (one clear error per bad item; a name given twice
     is an error, since which value would win is a guess).  ``option`` names the field (`` `name` ``) in messages."""

@@ -132,3 +132,20 @@ def smollm2() -> Any:
     from cogtestbed.llm_adapters.clients.hf import HFClient
 
     return HFClient.smollm2()
+
+
+def never(*args: Any, **kwargs: Any) -> None:
+    """Stands in for a simulation a request must be refused before (:func:`no_simulation`)."""
+    raise AssertionError("simulated before the request was checked")
+
+
+@pytest.fixture
+def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plan's simulation replaced by :func:`never`: a test of a refusal fails where it simulates first."""
+    import cogtestbed.simulation as simulation
+    import cogtestbed.validation.design.form_plan as form_plan
+    import cogtestbed.validation.design.plan as planner
+
+    monkeypatch.setattr(simulation, "simulate", never)
+    monkeypatch.setattr(form_plan, "simulated_scales", never)
+    monkeypatch.setattr(planner.Planner, "plan", never)

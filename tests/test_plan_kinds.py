@@ -155,19 +155,6 @@ def test_the_groups_and_the_shortcut_build_one_request(toy: PlanKind) -> None:
 
 
 # ----------------------------------------------------------------------------- refused before any simulation
-def _never(*args: Any, **kwargs: Any) -> None:
-    raise AssertionError("simulated before the request was checked")
-
-
-@pytest.fixture
-def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cogtestbed.simulation as simulation
-    import cogtestbed.validation.design.form_plan as form_plan
-    import cogtestbed.validation.design.plan as planner
-
-    monkeypatch.setattr(simulation, "simulate", _never)
-    monkeypatch.setattr(form_plan, "simulated_scales", _never)
-    monkeypatch.setattr(planner.Planner, "plan", _never)
 
 
 LLMS = ["openai:gpt-4o", "openai:gpt-4o-mini"]

@@ -5,19 +5,12 @@ imported; the shipped facts are those the loaded experiments give."""
 
 from __future__ import annotations
 
-import json
-import os
-import resource
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from cold_cli import assert_refused_cold, cold
 
 import cogtestbed as ct
 from cogtestbed.validation.design.facts import ExperimentFacts, facts_of, shipped_facts, shipped_names
 
-ROOT = Path(__file__).resolve().parents[1]
 LLMS = ["openai:gpt-4o", "openai:gpt-4o-mini"]
 #: The issue's refused commands (and their neighbours): each must come before anything heavy is imported.
 REFUSED = [
@@ -36,43 +29,10 @@ REFUSED = [
     ["instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2", "--forms", "1,2", "--form-sd",
      "nope=0.2"],
 ]
-HEAVY = ("numpy", "pandas", "scipy", "numba", "pymc", "torch", "pytensor", "sklearn", "cogtestbed.simulation",
-         "cogtestbed.experiments.spec")
-
-_PROBE = """
-import io, json, sys, contextlib
-from cogtestbed.cli import run_cli
-codes, errs = [], []
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        codes.append(run_cli(["plan", *argv]))
-    errs.append(err.getvalue())
-heavy = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
-print(json.dumps({"codes": codes, "errs": errs, "heavy": heavy}))
-"""
-
-
-def _cold(code: str, *args: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    """``code`` run by a fresh interpreter; (its result, the CPU seconds it used)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120,
-                          check=False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def test_the_refusals_import_nothing_heavy() -> None:
     """Every refusal above: exit 2, one ``error:`` line, and not one numerical library imported by the time the
     last is refused (deterministic, whatever the machine's load)."""
-    done, _ = _cold(_PROBE, json.dumps(REFUSED), json.dumps(HEAVY))
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout.splitlines()[-1])
-    assert out["codes"] == [2] * len(REFUSED)
-    for err in out["errs"]:
-        assert [line.startswith("error:") for line in err.splitlines()] == [True], err
-    assert out["heavy"] == []
+    assert_refused_cold(REFUSED)
 
 
 def test_a_cold_refusal_takes_well_under_a_second_of_cpu() -> None:
@@ -80,7 +40,7 @@ def test_a_cold_refusal_takes_well_under_a_second_of_cpu() -> None:
     CPU); before the shipped facts it imported the experiment (numba, scipy, pandas: 0.6 s of CPU on its own,
     2-4 s of wall under load)."""
     code = "import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))"
-    done, cpu = _cold(code, "plan", *REFUSED[2])
+    done, cpu = cold(code, "plan", *REFUSED[2])
     assert done.returncode == 2 and "cannot be planned with forms" in done.stderr
     assert cpu < 1.0, cpu
 

@@ -11,25 +11,11 @@ import time
 from typing import Any
 
 import pytest
+from cold_cli import HEAVY, assert_refused_cold
+from conftest import never
 
 import cogtestbed as ct
 from cogtestbed.cli import run_cli
-
-
-def _never(*args: Any, **kwargs: Any) -> None:
-    raise AssertionError("simulated before the request was checked")
-
-
-@pytest.fixture
-def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cogtestbed.simulation as simulation
-    import cogtestbed.validation.design.form_plan as form_plan
-    import cogtestbed.validation.design.plan as planner
-
-    monkeypatch.setattr(simulation, "simulate", _never)
-    monkeypatch.setattr(form_plan, "simulated_scales", _never)
-    monkeypatch.setattr(planner.Planner, "plan", _never)
-
 
 MINI = "openai:gpt-4o-mini"
 LLMS = ["openai:gpt-4o", MINI]
@@ -187,40 +173,12 @@ COLD = [
     ["instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--llm", LLMS[0], "--llm", LLMS[1]],
     ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--forms", "1,2"],
 ]
-HEAVY = ("numpy", "pandas", "scipy", "numba", "pymc", "torch", "pytensor", "cogtestbed.simulation",
-         "cogtestbed.experiments.spec", "cogtestbed.validation.design.seqplan")
-_PROBE = """
-import io, json, sys, contextlib
-from cogtestbed.cli import run_cli
-codes, errs = [], []
-for argv in json.loads(sys.argv[1]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        codes.append(run_cli(["plan", *argv]))
-    errs.append(err.getvalue())
-heavy = sorted(m for m in json.loads(sys.argv[2]) if m in sys.modules)
-print(json.dumps({"codes": codes, "errs": errs, "heavy": heavy}))
-"""
 
 
 def test_these_refusals_import_nothing_heavy() -> None:
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1]), "COLUMNS": "200"}
-    done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(COLD), json.dumps(HEAVY)], capture_output=True,
-                          text=True, env=env, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout.splitlines()[-1])
-    assert out["codes"] == [2] * len(COLD), out["errs"]
-    for err in out["errs"]:
-        assert [line.startswith("error:") for line in err.splitlines()] == [True], err
-    assert out["heavy"] == []
-
-
+    """Each refusal above, from a cold command line, before the sequential planner or any numerical library is
+    imported."""
+    assert_refused_cold(COLD, (*HEAVY, "cogtestbed.validation.design.seqplan"))
 def test_the_trials_field_fixed_and_trials_searched_are_refused(no_simulation: None,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Before, ``--trials 96`` silently replaced ``--design visits_per_casino=12`` (24 visits were planned)."""
@@ -324,7 +282,7 @@ def test_an_adaptive_plan_refuses_a_model_it_would_not_use(no_simulation: None,
     """Before, ``model`` was ignored by an adaptive plan (``--model nope`` ran with the adaptive model)."""
     import cogtestbed.validation.design.adaptive_plan as adaptive_plan
 
-    monkeypatch.setattr(adaptive_plan, "plan_adaptive", _never)
+    monkeypatch.setattr(adaptive_plan, "plan_adaptive", never)
     with pytest.raises(ct.InputError) as refused:
         ct.plan("temporal-discounting", model="nope", precision={"k": 0.1}, adaptive="k")
     assert str(refused.value) == ("`model` nope: temporal-discounting's adaptive sessions are chosen and fitted with "

@@ -89,8 +89,9 @@ def test_simulate_recover_power_and_plan_from_a_failing_population_each_warn_onc
         "recover": ["recover", "prospect-theory", "--population", path, "--subjects", "-1", "--reps", "1"],
         "power": ["power", "prospect-theory", "--effect", "lambda=0.5", "--population", path, "--subjects", "2",
                   "--sims", "1", "--workers", "1"],
-        "plan": ["plan", "risky-choice", "--model", "prospect-theory", "--effect", "lambda=1", "--llm",
-                 "openai:gpt-4o-mini", "--population", path, "--trials", "196", "-o", str(tmp_path / "p")],
+        # an effect past the population's bounds is refused after its draws are read (other --trials, before)
+        "plan": ["plan", "risky-choice", "--model", "prospect-theory", "--effect", "lambda=100", "--llm",
+                 "openai:gpt-4o-mini", "--population", path, "-o", str(tmp_path / "p")],
     }
     from cogtestbed.cli import warning_line
 

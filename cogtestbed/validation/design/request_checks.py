@@ -93,11 +93,11 @@ def check_behaviour_target(req: PlanRequest) -> None:
 
 
 def shift_of(model: Any, effect: str, size: float) -> dict[str, float]:
-    """Each parameter's move by ``effect`` = ``size`` (the minimum-norm shift along a contrast; the rule of
-    :func:`~cogtestbed.validation.studies.model_studies.effect_shift`, here without importing the studies)."""
-    weights = model.contrasts.get(effect) or {effect: 1.0}
-    norm = sum(w * w for w in weights.values())
-    return {name: size * w / norm for name, w in weights.items()}
+    """Each parameter of ``model`` moved by ``effect`` = ``size`` (:func:`~cogtestbed.parameters.contrast_shift`, the
+    rule the studies simulate)."""
+    from cogtestbed.parameters import contrast_shift
+
+    return contrast_shift(model.contrasts, effect, size)
 
 
 #: Fitters ``plan --fit`` knows: the per-subject MLE (the search's, default) and the hierarchical model.

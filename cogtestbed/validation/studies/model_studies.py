@@ -210,9 +210,9 @@ def task_model_recovery(spec: ModelRecoveryStudy, exp: ExperimentSpec, task: Map
 def effect_shift(spec: PowerStudy, model: CognitiveModel) -> dict[str, float]:
     """Each parameter's move of its population median by ``effect_size`` along the named contrast
     (minimum-norm shift: α⁺ − α⁻ = d gives α⁺ + d/2, α⁻ − d/2), on the natural scale."""
-    weights: Mapping[str, float] = model.contrasts.get(spec.effect) or {spec.effect: 1.0}
-    norm = sum(w * w for w in weights.values())
-    return {name: spec.effect_size * w / norm for name, w in weights.items()}
+    from cogtestbed.parameters import contrast_shift
+
+    return {} if spec.effect is None else contrast_shift(model.contrasts, spec.effect, spec.effect_size)
 
 
 def population_medians(spec: PowerStudy, model: CognitiveModel) -> dict[str, float]:

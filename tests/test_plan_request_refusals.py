@@ -290,3 +290,21 @@ def test_an_adaptive_plan_refuses_a_model_it_would_not_use(no_simulation: None,
     with pytest.raises(ct.InputError) as refused:
         ct.plan("temporal-discounting", model="hyperbolic", precision={"k": 0.1}, adaptive="k", llm="nope:x")
     assert str(refused.value).startswith("`llm` must be BACKEND:MODEL with BACKEND one of")
+
+
+def test_a_pilots_invalid_rate_with_random_lapses_leaving_too_few_answers_is_refused(
+        tmp_path: Any, request: pytest.FixtureRequest) -> None:
+    """The pilot's invalid rate (read from its run) and ``random_rate`` together leave under 10 % informative
+    answers: refused once the pilot is read, naming both, before anything is simulated (before, the search ran
+    on to its largest size)."""
+    from test_plan import write_synthetic_pilot
+
+    table, _ = write_synthetic_pilot(tmp_path / "pilot", subjects=4, invalid=0.5, seed=3)
+    invalid = 1 - float(table["valid"].mean())
+    assert 0.4 < invalid < 0.6
+    request.getfixturevalue("no_simulation")  # the pilot is written: from here on nothing may be simulated
+    with pytest.raises(ct.InputError, match=r"`random_rate` 45% and the pilot's invalid rate \d+% leave \d+% of the "
+                                            r"answers informative \(less than 10%\)"):
+        ct.plan("instrumental-learning", model="rw-pm", effect="optimism_bias=0.2", llm="openai:gpt-4o-mini",
+                pilot=str(tmp_path / "pilot"), random_rate=0.45)
+    assert invalid + 0.45 > 0.9  # the case the check is for

@@ -27,6 +27,7 @@ from cogtestbed.validation.design.request_checks import (
     check_agent_settings,
     check_answerable,
     check_behaviour_target,
+    check_informative,
     check_params_keep_effect,
     check_simulated_subjects,
     check_target_mix,
@@ -614,6 +615,7 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
         source = "`invalid_rate`" if invalid_rate is not None else f"the pilot in {pilot}"
         raise InputError(f"{source} gives {rate:.0%} invalid answers (more than {MAX_INVALID_RATE:.0%}): fix the "
                          "prompt or the answer settings first, or plan for an expected rate with `invalid_rate`")
+    check_informative(rate, random_rate, "`invalid_rate`" if invalid_rate is not None else "the pilot's invalid rate")
     if rate > 0 or random_rate > 0:
         from cogtestbed.lapse import Lapse
 

@@ -36,12 +36,17 @@ def check_answerable(req: PlanRequest) -> None:
             raise InputError(f"`compare` {tg.compare[0]} and {tg.compare[1]} are one setting: no difference to "
                              "detect; compare two settings")
     invalid = sim.invalid_rate if sim.invalid_rate is not None else (None if sim.pilot is not None else 0.0)
-    if invalid is None or sim.random_rate == 0 or invalid + sim.random_rate > 1.0:  # the pilot's rate: read later
-        return
-    if 1.0 - invalid - sim.random_rate < MIN_INFORMATIVE_SHARE:
-        raise InputError(f"`random_rate` {sim.random_rate:.0%} and `invalid_rate` {invalid:.0%} leave "
-                         f"{1.0 - invalid - sim.random_rate:.0%} of the answers informative (less than "
-                         f"{MIN_INFORMATIVE_SHARE:.0%}): no design detects anything from them")
+    if invalid is not None and invalid + sim.random_rate <= 1.0:  # the pilot's rate: checked once it is read
+        check_informative(invalid, sim.random_rate, "`invalid_rate`")
+
+
+def check_informative(invalid: float, random: float, source: str) -> None:
+    """Refuse lapses that leave less than :data:`MIN_INFORMATIVE_SHARE` of the answers informative: ``invalid`` (from
+    ``source``: the option or a pilot) and ``random`` (``random_rate``) together."""
+    if random > 0 and 1.0 - invalid - random < MIN_INFORMATIVE_SHARE:
+        raise InputError(f"`random_rate` {random:.0%} and {source} {invalid:.0%} leave {1.0 - invalid - random:.0%} of "
+                         f"the answers informative (less than {MIN_INFORMATIVE_SHARE:.0%}): no design detects anything "
+                         "from them")
 
 
 def given(group: Any, name: str) -> bool:

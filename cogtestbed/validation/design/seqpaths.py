@@ -91,34 +91,25 @@ class Boundaries:
         """Decision codes (:data:`CONTINUE`, :data:`EFFICACY`, :data:`EFFICACY_OTHER`,
         :data:`FUTILITY`) at look ``k`` (0-based) for an array of statistics; the last look that
         does not reject stops for futility (accepts); a non-finite Z counts as 0."""
-        z = np.where(np.isfinite(z), z, 0.0)
-        toward = np.abs(z) if direction == 0 else z * direction
-        other = self.efficacy[k] if self.efficacy_other is None else self.efficacy_other[k]
-        out = np.full(z.shape, CONTINUE, dtype=np.int8)
-        if k == len(self.sizes) - 1:
-            out[:] = FUTILITY
-        elif self.futility is not None:
-            out[toward < self.futility[k]] = FUTILITY
-        if direction == 0:
-            out[toward >= self.efficacy[k]] = EFFICACY
-        else:
-            out[toward <= -other] = EFFICACY_OTHER
-            out[toward >= self.efficacy[k]] = EFFICACY
-        return out
+        z = np.asarray(z)
+        return self._codes(z.reshape(-1, 1), np.array([k]), direction).reshape(z.shape)
 
     def codes_all(self, z: np.ndarray, direction: float) -> np.ndarray:
-        """:meth:`codes` of every look at once: ``z`` holds a column per look (replicates × looks), the
-        same codes, element for element, in one pass over the array (issue 71: the rule search applies
-        ~2,000 rules to each set of paths)."""
+        """:meth:`codes` of every look at once: ``z`` holds a column per look (replicates × looks), in one
+        pass over the array (issue 71: the rule search applies ~2,000 rules to each set of paths)."""
+        return self._codes(z, np.arange(len(self.sizes)), direction)
+
+    def _codes(self, z: np.ndarray, looks: np.ndarray, direction: float) -> np.ndarray:
+        """The codes of ``z``'s columns, column j at look ``looks[j]`` (:meth:`codes`)."""
         z = np.where(np.isfinite(z), z, 0.0)
         toward = np.abs(z) if direction == 0 else z * direction
-        efficacy = np.asarray(self.efficacy, float)
-        out = np.zeros(z.shape, dtype=np.int8)
+        efficacy = np.asarray(self.efficacy, float)[looks]
+        out = np.zeros(z.shape, dtype=np.int8)  # CONTINUE
         if self.futility is not None:
-            out[:, :-1][toward[:, :-1] < np.asarray(self.futility[:-1], float)] = FUTILITY
-        out[:, -1] = FUTILITY
+            out[toward < np.asarray(self.futility, float)[looks]] = FUTILITY
+        out[:, looks == len(self.sizes) - 1] = FUTILITY  # the last look that does not reject accepts
         if direction != 0:
-            other = efficacy if self.efficacy_other is None else np.asarray(self.efficacy_other, float)
+            other = efficacy if self.efficacy_other is None else np.asarray(self.efficacy_other, float)[looks]
             out[toward <= -other] = EFFICACY_OTHER
         out[toward >= efficacy] = EFFICACY
         return out

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.validation.design.plan_options import PlanRequest
-from cogtestbed.validation.design.request import equal_trials
+from cogtestbed.validation.design.request import equal_trials, human_trials, modal_count
 from cogtestbed.validation.design.sizes import Sizes
 
 #: The plan kinds whose study plays the people's trials (:func:`~cogtestbed.validation.design.request._study`).
@@ -59,15 +59,10 @@ def _table_trials(human: Any) -> int | None:
     Parquet file's read through pyarrow, never through pandas); None where that cannot be read so (a file an
     importer reads, no such column, a missing value)."""
     if isinstance(human, (str, os.PathLike)):
-        rows = _parquet_rows(Path(human))
-    elif hasattr(human, "columns") and "subject" in human.columns and not human["subject"].isna().any():
-        rows = [int(n) for n in human.groupby("subject", sort=False).size()]
-    else:
-        return None
-    if not rows:
-        return None
-    often = {n: rows.count(n) for n in set(rows)}
-    return max(n for n, k in often.items() if k == max(often.values()))
+        return modal_count(_parquet_rows(Path(human))) or None
+    if hasattr(human, "columns") and "subject" in human.columns and not human["subject"].isna().any():
+        return human_trials(human) or None
+    return None
 
 
 def _parquet_rows(path: Path) -> list[int]:

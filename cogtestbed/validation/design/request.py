@@ -15,7 +15,8 @@ only builds the request and dispatches through that registry.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -371,9 +372,14 @@ def people_runs(spec: Any, exp: Any, runs: Sizes | None) -> Sizes | None:
 def human_trials(table: Any) -> int:
     """The human sample's trials per subject: the most common number of rows a subject has in ``table``
     (the largest where several are as common)."""
-    counts = table.groupby("subject", sort=False).size()
-    modes = counts.mode()
-    return int(modes.max()) if len(modes) else 0
+    return modal_count(int(n) for n in table.groupby("subject", sort=False).size())
+
+
+def modal_count(counts: Iterable[int]) -> int:
+    """The most common of ``counts`` (the largest where several are as common; 0 for none): a sample's trials per
+    subject (:func:`human_trials`, :mod:`~cogtestbed.validation.design.people_trials`)."""
+    often = Counter(counts)
+    return max((n for n, k in often.items() if k == max(often.values())), default=0)
 
 
 def _with_population(spec: Any, population: Any, first_group: bool) -> Any:

@@ -648,8 +648,8 @@ def test_candidate_maxima_lie_on_a_one_percent_grid_with_the_fixed_size():
 
 
 def test_every_look_at_once_decides_as_look_by_look() -> None:
-    """Issue 71: the search's vectorised rule (``Boundaries.codes_all``, ``operate``, ``null_scores``) and the
-    partition-based ``calibrate_shift`` give, value for value, what the look-by-look code and a full sort give:
+    """Issue 71: the search's vectorised rule (``Boundaries.codes_all``, ``operate``, ``null_scores``) and
+    ``calibrate_shift`` give, value for value, what the look-by-look code and a full sort give:
     random bounds (with and without futility and an other-direction bound, ties at the bounds, an infinite
     bound) and paths with missing looks, in every direction."""
     import math

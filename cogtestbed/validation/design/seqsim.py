@@ -303,16 +303,10 @@ def null_scores(bounds: Boundaries, z: np.ndarray, columns: Sequence[int], direc
 def calibrate_shift(scores: np.ndarray, side_level: float) -> float:
     """The shift δ under which at most ``side_level`` of the calibration paths reject: midway
     between the ``c``-th and ``(c+1)``-th largest score, ``c = ⌊side_level · paths⌋``."""
-    values = np.asarray(scores, float)
-    n = values.size
-    c = int(math.floor(side_level * n + 1e-9))
-    if c >= n or np.isnan(values).any():  # the whole order (NaN sorts first from the top)
-        s = np.sort(values)[::-1]
-        if c >= n:
-            return float(s[-1]) - 1.0
-        below, above = float(s[c]), (float(s[c - 1]) if c >= 1 else float(s[c]) + 1e-3)
-    else:  # the (c+1)-th and c-th largest alone: the same values as the sorted array's, in O(n) (issue 71)
-        part = np.partition(values, (n - c - 1, n - c) if c >= 1 else n - 1)
-        below = float(part[n - c - 1])
-        above = float(part[n - c]) if c >= 1 else below + 1e-3
+    s = np.sort(np.asarray(scores, float))[::-1]
+    c = int(math.floor(side_level * s.size + 1e-9))
+    if c >= s.size:
+        return float(s[-1]) - 1.0
+    below = float(s[c])
+    above = float(s[c - 1]) if c >= 1 else below + 1e-3
     return (below + above) / 2 if above > below else float(np.nextafter(below, np.inf))

@@ -74,7 +74,7 @@ def check_adaptive(exp: Any, req: Any) -> None:
     if isinstance(exp, ExperimentFacts):  # the shipped facts hold no adaptive model: checked once it is loaded
         return
     from cogtestbed.experiments._adaptive import adaptive_model
-    from cogtestbed.llm_adapters.clients.backends import parse_spec
+    from cogtestbed.validation.design.request_checks import check_backends
 
     model = req.target.model
     if model is not None:
@@ -83,9 +83,7 @@ def check_adaptive(exp: Any, req: Any) -> None:
         if model != name:
             raise InputError(f"`model` {model}: {exp.name}'s adaptive sessions are chosen and fitted with its adaptive "
                              f"model {name}: give `model` {name} (or drop it)")
-    llm = req.llms.llm
-    for spec in [llm] if isinstance(llm, str) else list(llm or []):
-        parse_spec(spec)
+    check_backends(req.llms.llm)
 
 
 def run_adaptive(exp: Any, req: Any, ctx: Any) -> Any:

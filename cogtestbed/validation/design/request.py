@@ -27,6 +27,7 @@ from cogtestbed.validation.design.plan_options import PlanRequest
 from cogtestbed.validation.design.request_checks import (
     check_agent_settings,
     check_answerable,
+    check_backends,
     check_behaviour_target,
     check_informative,
     check_params_keep_effect,
@@ -155,10 +156,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     check_sequential_options(looks, seq.spending, seq.futility, seq.null, seq.seq_sims, precision, tg.test,
                              seq.null_sims, seq.binding_futility)
     llms = [lm.llm] if isinstance(lm.llm, str) else list(lm.llm or [])
-    from cogtestbed.llm_adapters.clients.backends import parse_spec
-
-    for llm in llms:  # an unknown backend named as such (before: "no price for nope:x")
-        parse_spec(llm)
+    check_backends(llms)
     pp = req.people
     people = "`human`" if pp.human is not None else (
         "`population`" if pp.population is not None and precision is None and len(llms) == 1 else None)

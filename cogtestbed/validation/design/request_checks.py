@@ -180,3 +180,11 @@ def check_params_keep_effect(spec: Any, exp: Any) -> None:
         raise InputError(f"`params` {key}={float(params[key]):g} fixes {key} for every simulated subject, so the "
                          f"effect {effect}={spec.effect_size:g} (which moves the agent's {key}) would not be "
                          "simulated: set the model's population medians with `base` instead")
+
+
+def check_backends(llm: str | list[str] | tuple[str, ...] | None) -> None:
+    """Refuse an ``llm`` of no known backend as such (one line; before, a plan said "no price for ...")."""
+    from cogtestbed.llm_adapters.clients.backends import parse_spec
+
+    for spec in [llm] if isinstance(llm, str) else list(llm or []):
+        parse_spec(spec)

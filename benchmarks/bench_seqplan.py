@@ -23,6 +23,9 @@ the CPU columns.
     python benchmarks/bench_seqplan.py --profile-auto 200   # cProfile of plan --looks auto's search
     python benchmarks/bench_seqplan.py --search-cost 1000 [--baseline DIR]   # CPU of its serial search and bootstraps
     python benchmarks/bench_seqplan.py --fits 1500   # issue 71: per-subject statistics auto could simulate, compared
+    python benchmarks/bench_seqplan.py --cap-agreement 150 [FAMILY ...] [--record NAME]   # issue 71: per family,
+        # --looks auto's BFGS iteration cap against none on the same subjects: agreement of every estimate, CPU ms a
+        # subject (--record: into benchmarks/studies/results/NAME.json, which benchmarks/studies/recorded.py prints)
 """
 
 from __future__ import annotations
@@ -336,6 +339,42 @@ def fits(n: int) -> None:
               f"effect mean {v1.mean():+.4f}  standardized effect {(v1.mean() - v0.mean()) / sd:.3f}")
 
 
+def cap_agreement(n: int, only: list[str]) -> list[str]:
+    """Per family (``experiment/model``; every registered model unless ``only`` names some), ``plan --looks
+    auto``'s fit (``seqfit.AUTO_FIT``: its grid and starts, each BFGS start capped at the family's iterations)
+    against the same search without the cap, on the same ``n`` simulated subjects (``seqfit.iteration_agreement``,
+    seed 5): the share whose every estimate agrees within 1e-3 (relative above 1), the share whose uncapped search
+    had settled (the same estimates at 150 iterations as at 200) and the agreement among those (the bound
+    ``tests/test_seqfit.py`` asserts, ``seqfit.CAP_AGREEMENT``), the CPU ms a subject of each (two alternated
+    rounds), and for a family whose cap is not the uniform 50 the two agreements 50 would give.  Returns the lines
+    printed."""
+    from cogtestbed.registry import experiment_names, get_experiment
+    from cogtestbed.validation.design.seqfit import AUTO_MAX_ITER, AUTO_MAX_ITER_OF, SubjectFit, iteration_agreement
+
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    say(f"{n} subjects a family (default design, default parameters scattered SD 0.5 on the unconstrained scale, "
+        f"seed 5; load {os.getloadavg()[0]:.1f} at the start)")
+    say(f"{'family':42s} {'cap':>4s} {'agree':>7s} {'settled':>8s} {'agree|settled':>14s} {'CPU ms':>7s} "
+        f"{'uncapped':>9s}  at 50: agree, agree|settled")
+    for fam in [f"{e}/{m}" for e in experiment_names() for m in get_experiment(e).models]:
+        if only and fam not in only:
+            continue
+        got = iteration_agreement(*fam.split("/"), n, seed=5, rounds=2)
+        at50 = ""
+        if fam in AUTO_MAX_ITER_OF:
+            u = iteration_agreement(*fam.split("/"), n, seed=5, fit=SubjectFit(4, 2, AUTO_MAX_ITER))
+            at50 = f"{u.agree:6.1%}, {u.agree_settled:6.1%}"
+        say(f"{fam:42s} {got.max_iter:4d} {got.agree:7.1%} {got.settled:8.1%} {got.agree_settled:14.1%} "
+            f"{got.cpu_ms:7.2f} {got.own_cpu_ms:9.2f}  {at50}")
+    say(f"load {os.getloadavg()[0]:.1f} at the end (2 cores shared)")
+    return lines
+
+
 def _auto_guarantees(seq: dict) -> str:
     """The chosen design's fresh type-I error with its one-sided upper bound and MC SE, its fresh power,
     and the statistic its studies simulated (issue 71: the guarantees the speed must keep)."""
@@ -374,6 +413,19 @@ def main() -> None:
         return
     if sys.argv[1:2] == ["--fits"]:
         fits(int(sys.argv[2]) if len(sys.argv) > 2 else 1500)
+        return
+    if sys.argv[1:2] == ["--cap-agreement"]:
+        ap = argparse.ArgumentParser(description="plan --looks auto's iteration cap per family against none")
+        ap.add_argument("--cap-agreement", type=int, default=150, metavar="SUBJECTS")
+        ap.add_argument("families", nargs="*", help="experiment/model (default: every family)")
+        ap.add_argument("--record", default=None, help="also write the lines to benchmarks/studies/results/NAME.json")
+        o = ap.parse_args()
+        lines = cap_agreement(o.cap_agreement, o.families)
+        if o.record:
+            sys.path.insert(0, str(Path(__file__).resolve().parent / "studies"))
+            import recorded
+
+            recorded.write(o.record, " ".join(["python benchmarks/bench_seqplan.py", *sys.argv[1:]]), [], output=lines)
         return
     if sys.argv[1:2] == ["--profile-auto"]:
         profile_auto(int(sys.argv[2]) if len(sys.argv) > 2 else 200)

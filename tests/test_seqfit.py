@@ -10,8 +10,19 @@ import numpy as np
 import pytest
 
 from cogtestbed.inference.optim import FTOL, GTOL, MAX_ITER
-from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.seqfit import AGREEMENT, AGREEMENT_TOL, AUTO_FIT, FULL_FIT, SubjectFit, fit_of
+from cogtestbed.registry import experiment_names, get_experiment
+from cogtestbed.validation.design.seqfit import (
+    AGREEMENT,
+    AGREEMENT_TOL,
+    AUTO_FIT,
+    AUTO_MAX_ITER,
+    AUTO_MAX_ITER_OF,
+    CAP_AGREEMENT,
+    FULL_FIT,
+    SubjectFit,
+    fit_of,
+    iteration_agreement,
+)
 from cogtestbed.validation.studies.driver import study_spec
 
 
@@ -43,6 +54,53 @@ def test_auto_fit_agrees_with_the_full_fitter(effect_size: float, seed: int) -> 
     assert (np.abs(crude - full) <= AGREEMENT_TOL).mean() < close.mean()
 
 
+#: Every family ``plan --looks auto`` fits (every registered model: each has a likelihood kernel).
+FAMILIES = [f"{e}/{m}" for e in experiment_names() for m in get_experiment(e).models]
+#: Simulated subjects a family's cap is checked on by default (revealed-belief dissonant, the slowest at about
+#: 0.35 CPU s a subject for the two fits: 6) and in the slow tests.
+CAP_SUBJECTS, CAP_SUBJECTS_SLOW = {"revealed-belief/dissonant": 6}, 60
+
+
+def _cap_check(family: str, subjects: int, seed: int, fit: SubjectFit = AUTO_FIT):  # type: ignore[no-untyped-def]
+    got = iteration_agreement(*family.split("/"), subjects, seed=seed, fit=fit)
+    assert 0 < got.settled <= 1 and got.cpu_ms > 0 and got.own_cpu_ms > 0, got
+    return got
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_auto_fit_iteration_cap_keeps_every_familys_estimates(family: str) -> None:
+    """Issue 71: on 20 simulated subjects of each family (6 of revealed-belief dissonant), the auto fit's
+    iteration cap (50, or the family's own in AUTO_MAX_ITER_OF) leaves every estimate within 1e-3 of the same
+    search without the cap for at least CAP_AGREEMENT of the subjects whose uncapped search settled (the
+    uniform 50 of before fails it: the two tests below)."""
+    got = _cap_check(family, CAP_SUBJECTS.get(family, 20), 7)
+    assert got.max_iter == (AUTO_MAX_ITER_OF.get(family, AUTO_MAX_ITER) or MAX_ITER)
+    assert got.agree_settled >= CAP_AGREEMENT, got
+
+
+def test_a_uniform_50_iteration_cap_fails_the_bound_for_restless_kalman() -> None:
+    """The per-family check can fail: the uniform cap of before (50 iterations a start for every family)
+    moves the settled estimates of restless-bandit Kalman on the same 20 subjects (about half of them)."""
+    got = _cap_check("restless-bandit/kalman", 20, 7, SubjectFit(4, 2, AUTO_MAX_ITER))
+    assert got.max_iter == 50 and got.agree_settled < CAP_AGREEMENT, got
+
+
+@pytest.mark.slow
+def test_a_uniform_50_iteration_cap_fails_the_bound_for_dissonant() -> None:
+    """The same for revealed-belief dissonant, on 60 subjects (about 19 % of the settled ones move; about
+    25 CPU s)."""
+    got = _cap_check("revealed-belief/dissonant", CAP_SUBJECTS_SLOW, 8, SubjectFit(4, 2, AUTO_MAX_ITER))
+    assert got.max_iter == 50 and got.agree_settled < CAP_AGREEMENT, got
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", FAMILIES)
+def test_auto_fit_iteration_cap_on_more_subjects(family: str) -> None:
+    """The same bound on 60 subjects of another draw (about 25 CPU s for revealed-belief dissonant)."""
+    got = _cap_check(family, CAP_SUBJECTS_SLOW, 8)
+    assert got.agree_settled >= CAP_AGREEMENT, got
+
+
 def test_auto_fit_is_cheaper_and_recorded() -> None:
     """The auto fit searches a 64-point grid from 2 starts (RW±: the full fitter 729 points, 8 starts), the
     record names both, a plan without a record runs the model's own fitter, and a fit never asks for more
@@ -64,6 +122,19 @@ def test_auto_fit_is_cheaper_and_recorded() -> None:
     assert fit_of({"fit": old}) == SubjectFit(4, 2)
     assert fit_of({"fit": old}).fitter(model).bfgs_stop == (MAX_ITER, GTOL, FTOL)
     assert "max_iter" not in SubjectFit(4, 2).record(model) and SubjectFit(max_iter=500).fitter(model) is model
+    # per family (AUTO_MAX_ITER_OF): restless-bandit Kalman and revealed-belief dissonant run their own 200 (nothing
+    # recorded, so run --plan fits them uncapped, their lapse variants too); a Kalman plan recorded with the
+    # uniform 50 of before still runs 50
+    from cogtestbed.inference.base import with_lapse
+
+    for fam in ("restless-bandit/kalman", "revealed-belief/dissonant"):
+        other = get_experiment(fam.split("/")[0]).model(fam.split("/")[1])
+        orec = AUTO_FIT.record(other)
+        assert "max_iter" not in orec and "iterations" not in AUTO_FIT.words(other)
+        assert fit_of({"fit": orec}).fitter(other).bfgs_stop == (MAX_ITER, GTOL, FTOL)
+        assert AUTO_FIT.stopping(with_lapse(other))[0] == MAX_ITER
+        assert fit_of({"fit": {**orec, "max_iter": 50}}).fitter(other).bfgs_stop == (50, GTOL, FTOL)
+    assert AUTO_FIT.stopping(with_lapse(model)) == (50, GTOL, FTOL)
 
 
 def test_run_looks_compute_the_statistic_the_auto_plan_simulated() -> None:

@@ -354,8 +354,8 @@ def cap_agreement(n: int, only: list[str]) -> list[str]:
     lines: list[str] = []
 
     def say(line: str) -> None:
-        print(line, flush=True)
-        lines.append(line)
+        print(line.rstrip(), flush=True)
+        lines.append(line.rstrip())
 
     say(f"{n} subjects a family (default design, default parameters scattered SD 0.5 on the unconstrained scale, "
         f"seed 5; load {os.getloadavg()[0]:.1f} at the start)")

@@ -364,10 +364,10 @@ def cap_agreement(n: int, only: list[str]) -> list[str]:
     for fam in [f"{e}/{m}" for e in experiment_names() for m in get_experiment(e).models]:
         if only and fam not in only:
             continue
-        got = iteration_agreement(*fam.split("/"), n, seed=5, rounds=2)
+        got = iteration_agreement(fam, n, seed=5, rounds=2)
         at50 = ""
         if fam in AUTO_MAX_ITER_OF:
-            u = iteration_agreement(*fam.split("/"), n, seed=5, fit=SubjectFit(4, 2, AUTO_MAX_ITER))
+            u = iteration_agreement(fam, n, seed=5, fit=SubjectFit(4, 2, AUTO_MAX_ITER))
             at50 = f"{u.agree:6.1%}, {u.agree_settled:6.1%}"
         say(f"{fam:42s} {got.max_iter:4d} {got.agree:7.1%} {got.settled:8.1%} {got.agree_settled:14.1%} "
             f"{got.cpu_ms:7.2f} {got.own_cpu_ms:9.2f}  {at50}")

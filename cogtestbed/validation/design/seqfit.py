@@ -153,11 +153,12 @@ class IterationAgreement:
     own_cpu_ms: float
 
 
-def iteration_agreement(experiment: str, model: str, subjects: int, seed: int, fit: SubjectFit = AUTO_FIT,
+def iteration_agreement(family_name: str, subjects: int, seed: int, fit: SubjectFit = AUTO_FIT,
                         tol: float = AGREEMENT_TOL, rounds: int = 1, sd: float | None = None) -> IterationAgreement:
-    """How far ``fit``'s iteration cap moves ``model``'s estimates: ``subjects`` subjects simulated at the
-    default design with the model's default parameters scattered as a plan's null population is (SD ``sd``,
-    default the plan's ``sd_between``, on the unconstrained scale:
+    """How far ``fit``'s iteration cap moves the estimates of the family ``family_name`` (``experiment/model``,
+    :func:`family`): ``subjects`` subjects simulated at the default design with the model's default parameters
+    scattered as a plan's null population is (SD ``sd``, default the plan's ``sd_between``, on the unconstrained
+    scale:
     :func:`~cogtestbed.validation.studies.model_studies.scatter`), each fitted by ``fit``, by ``fit`` without a
     cap (its grid, starts and tolerances; the two alternated ``rounds`` times for their CPU, after one subject
     that compiles them) and by ``fit`` capped at 3/4 of the model's own iterations (which subjects settled).
@@ -167,6 +168,7 @@ def iteration_agreement(experiment: str, model: str, subjects: int, seed: int, f
     from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
+    experiment, _, model = family_name.partition("/")
     exp = get_experiment(experiment)
     m = exp.model(model)
     rng = np.random.default_rng(seed)
@@ -203,7 +205,8 @@ def _agree(x: np.ndarray, y: np.ndarray, tol: float) -> np.ndarray:
 def fit_of(statistic: Mapping[str, Any] | None) -> SubjectFit:
     """The fit a plan recorded (``statistic.fit``), or the model's own for a plan without one."""
     rec = (statistic or {}).get("fit") or {}
-    return SubjectFit(*(rec.get(k) for k in ("grid_points", "n_starts", "max_iter", "gtol", "ftol")))
+    return SubjectFit(rec.get("grid_points"), rec.get("n_starts"), rec.get("max_iter"), rec.get("gtol"),
+                      rec.get("ftol"))
 
 
 def _own_stopping(model: CognitiveModel) -> tuple[int, float, float]:

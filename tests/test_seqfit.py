@@ -96,16 +96,16 @@ def test_a_uniform_50_iteration_cap_fails_the_bound_for_restless_kalman() -> Non
 @pytest.mark.slow
 def test_a_uniform_50_iteration_cap_fails_the_bound_for_dissonant() -> None:
     """The same for revealed-belief dissonant, on 60 subjects (about 19 % of the settled ones move; about
-    25 CPU s)."""
+    35 CPU s)."""
     got = _cap_check("revealed-belief/dissonant", CAP_SUBJECTS_SLOW, 8, SubjectFit(4, 2, AUTO_MAX_ITER))
     assert got.max_iter == 50 and got.agree_settled < CAP_AGREEMENT, got
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", [f for f in FAMILIES if AUTO_MAX_ITER_OF.get(f, AUTO_MAX_ITER) is not None])
 def test_auto_fit_iteration_cap_on_more_subjects(family: str) -> None:
-    """The same bound on 60 subjects of another draw, every family fitted (about 35 CPU s for revealed-belief
-    dissonant)."""
+    """The same bound on 60 subjects of another draw, for every family whose cap is not the model's own (about
+    7 CPU s for belief-coherence loss, the slowest)."""
     got = _cap_check(family, CAP_SUBJECTS_SLOW, 8)
     assert got.agree_settled >= CAP_AGREEMENT, got
 

@@ -547,6 +547,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--low-rank-mass-matrix", action="store_true",
                         help="the package's nutpie fits use nutpie's low-rank mass matrix on every case (the "
                              "model's low_rank_mass_matrix attribute set on its class for this process)")
+    parser.add_argument("--diagonal-mass-matrix", action="store_true",
+                        help="the package's nutpie fits use the diagonal mass matrix on every case, also where the "
+                             "model declares the low-rank one (the per-family comparison, "
+                             "benchmarks/studies/lowrank_per_family.py)")
     parser.add_argument("--first-data-set", type=int, default=0, metavar="K",
                         help="with --package-only: fit data sets K … K + reps − 1 (seed = data set), e.g. fresh "
                              "data sets for a comparison chosen on data sets 0 … K − 1; data set K is then the "
@@ -566,9 +570,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (unknown or args.reps < 1 or args.chains < 2 or args.draws < 1 or (args.tune is not None and args.tune < 1)
             or (args.subjects is not None and args.subjects < 2) or args.cores < 1
             or (args.numpyro_cpu_limit is not None and not args.numpyro_cpu_limit > 0)
-            or args.first_data_set < 0 or (args.first_data_set > 0 and not args.package_only)):
+            or args.first_data_set < 0 or (args.first_data_set > 0 and not args.package_only)
+            or (args.low_rank_mass_matrix and args.diagonal_mass_matrix)):
         print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws, --tune, --cores >= 1, "
-              f"--subjects >= 2, --numpyro-cpu-limit > 0, --first-data-set >= 0 (> 0 only with --package-only) "
+              f"--subjects >= 2, --numpyro-cpu-limit > 0, --first-data-set >= 0 (> 0 only with --package-only), "
+              f"at most one of --low-rank-mass-matrix and --diagonal-mass-matrix "
               f"(unknown: {unknown})",
               file=sys.stderr)
         return 2
@@ -580,14 +586,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cogtestbed.inference import hierarchical_sampling
 
         hierarchical_sampling.MASS_MATRIX_FROM_GRADIENTS = True
-    if args.low_rank_mass_matrix:
-        from cogtestbed.registry import get_experiment
+    from cogtestbed.registry import get_experiment
 
-        for name in names:  # the class, so every instance the fit builds has it
-            type(get_experiment(CASES[name].experiment).model(CASES[name].model)).low_rank_mass_matrix = True
+    models = {name: get_experiment(CASES[name].experiment).model(CASES[name].model) for name in names}
+    if args.low_rank_mass_matrix or args.diagonal_mass_matrix:
+        for model in models.values():  # the class, so every instance the fit builds has it
+            type(model).low_rank_mass_matrix = args.low_rank_mass_matrix
     print(json.dumps({"load_average": os.getloadavg(), "cases": names,
                       "mass_matrix_from_gradients": args.mass_matrix_from_gradients,
-                      "low_rank_mass_matrix": args.low_rank_mass_matrix}), flush=True)
+                      "low_rank_mass_matrix": {n: bool(type(m).low_rank_mass_matrix) for n, m in models.items()}}),
+          flush=True)
     rows = [row for name in names for row in run_case(name, CASES[name], args, args.numpyro_python)]
     if not (args.check_only or args.package_only):
         print(table(rows))

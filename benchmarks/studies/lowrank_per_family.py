@@ -1,0 +1,123 @@
+"""nutpie's low-rank mass matrix against the diagonal one, per family, on fresh data sets (issue 71 item 4).
+
+    python benchmarks/studies/lowrank_per_family.py                      # runs every case, both settings (~40 min)
+    python benchmarks/studies/lowrank_per_family.py --cases rw,bart      # some cases
+    python benchmarks/studies/lowrank_per_family.py --from DIR           # the outputs of earlier runs, re-read
+    python benchmarks/studies/lowrank_per_family.py ... --record NAME    # also benchmarks/studies/results/NAME.json
+
+For each case of ``bench_hierarchical_vs_numpyro.py`` (20 subjects, 4 chains x (500 tune + 1000 draws), nutpie
+on one thread, the package's side only) it fits the data sets 2 and 3 (seeds 2 and 3, which no earlier
+comparison used; data set 2 is the process's first fit and compiles) once with ``--diagonal-mass-matrix`` and
+once with ``--low-rank-mass-matrix``, one process after another, and applies the rule written down before the
+first run (27 Nov 2026, 16:04 UTC): **a family takes the low-rank mass matrix where, on both data sets, it gives
+at least the diagonal's min bulk ESS per CPU-second, at max R-hat <= 1.01 and with no more divergences.**  No
+other data decides it.  ``--from DIR`` reads ``DIR/CASE-diag.txt`` and ``DIR/CASE-lowrank.txt`` (what the bench
+printed) instead of running.  Belief coherence's loss form (low-rank since issue 54, where the diagonal's steps
+shrink to nothing on its correlated subject posterior) and revealed-belief dissonant (no fit holds on either
+side: docs/benchmarks.md) are not cases of the default list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
+CASES = ("rw-pm rw hyperbolic prospect-theory expected-value generalised-bayes magnitude-linear static-bayes "
+         "magnitude-kalman bart horizon two-step-hybrid two-step-model-based two-step-model-free restless-kalman "
+         "belief-mnl collider-3p collider-4p").split()
+SETTINGS = {"diag": "--diagonal-mass-matrix", "lowrank": "--low-rank-mass-matrix"}
+FIRST_DATA_SET, DATA_SETS = 2, 2
+ARGS = ["--package-only", "--subjects", "20", "--draws", "1000", "--tune", "500", "--reps", str(DATA_SETS),
+        "--cores", "1", "--first-data-set", str(FIRST_DATA_SET)]
+RHAT = 1.01
+
+
+def fits(text: str) -> dict[int, dict[str, Any]]:
+    """The bench's per-data-set rows (``{"case": ...}`` lines) of one process's output, by data set."""
+    rows = [json.loads(line) for line in text.splitlines() if line.startswith('{"case"')]
+    return {r["rep"]: r for r in rows}
+
+
+def run(case: str, setting: str) -> str:
+    """The bench's output for ``case`` at ``setting``, in a fresh process on one thread."""
+    env = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+    import os
+
+    done = subprocess.run([sys.executable, str(BENCH), *ARGS, "--cases", case, SETTINGS[setting]],
+                          capture_output=True, text=True, check=False, env={**os.environ, **env})
+    return done.stdout
+
+
+def holds(diag: dict[str, Any], low: dict[str, Any]) -> bool:
+    """The rule on one data set: low-rank's rate >= the diagonal's, its R-hat <= 1.01, no more divergences."""
+    return (low["ess_per_cpu_s"] >= diag["ess_per_cpu_s"] and low["max_rhat"] <= RHAT
+            and low["divergences"] <= diag["divergences"])
+
+
+def cell(r: dict[str, Any]) -> str:
+    return (f"{r['ess_per_cpu_s']:.1f} ({r['min_ess_bulk']:.0f}; {r['cpu_s']:.1f}) {r['max_rhat']:.4f} "
+            f"{r['divergences']} {r['mean_steps']:.1f}")
+
+
+def study(outputs: dict[tuple[str, str], str]) -> tuple[list[list[str]], list[str]]:
+    """The table's rows and the families the rule switches, from each (case, setting)'s output."""
+    rows, switched = [], []
+    for case in dict.fromkeys(c for c, _ in outputs):
+        diag, low = fits(outputs[case, "diag"]), fits(outputs[case, "lowrank"])
+        reps = sorted(set(diag) & set(low))
+        verdicts = [holds(diag[k], low[k]) for k in reps]
+        for k, ok in zip(reps, verdicts, strict=True):
+            rows.append([case, f"{k}{' (compiles)' if k == FIRST_DATA_SET else ''}", cell(diag[k]), cell(low[k]),
+                         f"{low[k]['ess_per_cpu_s'] / diag[k]['ess_per_cpu_s']:.2f}", "holds" if ok else "fails"])
+        if len(reps) == DATA_SETS and all(verdicts):
+            switched.append(case)
+    return rows, switched
+
+
+#: Each setting's cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat, divergences, leapfrog steps
+#: a draw.
+COLUMNS = ["case", "data set", "diagonal", "low-rank", "low / diag", "rule"]
+CELL = "each cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat, divergences, leapfrog steps a draw"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated bench cases")
+    ap.add_argument("--from", dest="source", type=Path, default=None, help="read DIR/CASE-diag.txt, CASE-lowrank.txt")
+    ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
+    ap.add_argument("--provenance", default=None, help="with --from: when, on which code and at what load the "
+                                                        "outputs were made (the record's notes)")
+    o = ap.parse_args(argv)
+    cases = [c for c in o.cases.split(",") if c]
+    if o.source is not None and not all((o.source / f"{c}-{s}.txt").is_file() for c in cases for s in SETTINGS):
+        print(f"--from {o.source}: give a folder with CASE-diag.txt and CASE-lowrank.txt for {', '.join(cases)}",
+              file=sys.stderr)
+        return 2
+    outputs = {(c, s): ((o.source / f"{c}-{s}.txt").read_text(encoding="utf-8") if o.source else run(c, s))
+               for c in cases for s in SETTINGS}
+    rows, switched = study(outputs)
+    lines = [CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows),
+             f"the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}"]
+    print("\n".join(lines))
+    if o.record:
+        sys.path.insert(0, str(HERE))
+        import recorded
+
+        command = "python benchmarks/studies/lowrank_per_family.py" + ("" if cases == CASES else f" --cases {o.cases}")
+        notes = f"{CELL}; the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}"
+        if o.source is not None:
+            notes = (f"the outputs of the bench commands this script runs, made one after another and re-read with "
+                     f"--from ({o.provenance or 'provenance not given'}). " + notes)
+        recorded.write(o.record, command, [{"title": "fresh data sets 2 and 3", "columns": COLUMNS, "rows": rows}],
+                       notes=notes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -83,7 +83,7 @@ def study(outputs: dict[tuple[str, str], str]) -> tuple[list[list[str]], list[st
 #: Each setting's cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat, divergences, leapfrog steps
 #: a draw.
 COLUMNS = ["case", "data set", "diagonal", "low-rank", "low / diag", "rule"]
-CELL = ("each cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat, divergences, leapfrog steps a draw; "
+CELL = ("Each cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat, divergences, leapfrog steps a draw; "
         "data set 2 is each process's first fit (it compiles)")
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -28,14 +29,22 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
-CASES = ("rw-pm rw hyperbolic prospect-theory expected-value generalised-bayes magnitude-linear static-bayes "
-         "magnitude-kalman bart horizon two-step-hybrid two-step-model-based two-step-model-free restless-kalman "
-         "belief-mnl collider-3p collider-4p").split()
+CASES = ["rw-pm", "rw", "hyperbolic", "prospect-theory", "expected-value", "generalised-bayes", "magnitude-linear",
+         "static-bayes", "magnitude-kalman", "bart", "horizon", "two-step-hybrid", "two-step-model-based",
+         "two-step-model-free", "restless-kalman", "belief-mnl", "collider-3p", "collider-4p"]
 SETTINGS = {"diag": "--diagonal-mass-matrix", "lowrank": "--low-rank-mass-matrix"}
 FIRST_DATA_SET, DATA_SETS = 2, 2
 ARGS = ["--package-only", "--subjects", "20", "--draws", "1000", "--tune", "500", "--reps", str(DATA_SETS),
         "--cores", "1", "--first-data-set", str(FIRST_DATA_SET)]
 RHAT = 1.01
+#: NumPyro's min bulk ESS and CPU seconds on data sets 0 and 1 of the families the rule switched, as
+#: docs/benchmarks.md recorded them (RW and expected value: "the three families without a row", code ccc2246;
+#: hyperbolic and magnitude Kalman: "Against NumPyro, 26 Nov 2026"), for ``--paired``.
+NUMPYRO_RECORDED = {("rw", 0): (1054, 61.1), ("rw", 1): (2000, 66.0), ("expected-value", 0): (1228, 30.7),
+                    ("expected-value", 1): (1332, 30.6), ("hyperbolic", 0): (552, 34.2),
+                    ("hyperbolic", 1): (1221, 27.1),
+                    ("magnitude-kalman", 0): (387, 174.0), ("magnitude-kalman", 1): (410, 88.9)}
+PAIRED_COLUMNS = ["case", "data set", "package now", "NumPyro (bulk ESS; CPU s)", "ratio", "counts"]
 
 
 def fits(text: str) -> dict[int, dict[str, Any]]:
@@ -47,8 +56,6 @@ def fits(text: str) -> dict[int, dict[str, Any]]:
 def run(case: str, setting: str) -> str:
     """The bench's output for ``case`` at ``setting``, in a fresh process on one thread."""
     env = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-    import os
-
     done = subprocess.run([sys.executable, str(BENCH), *ARGS, "--cases", case, SETTINGS[setting]],
                           capture_output=True, text=True, check=False, env={**os.environ, **env})
     return done.stdout
@@ -80,6 +87,21 @@ def study(outputs: dict[tuple[str, str], str]) -> tuple[list[list[str]], list[st
     return rows, switched
 
 
+def paired(outputs: dict[str, str]) -> list[list[str]]:
+    """Each switched family's data sets 0 and 1 at the product's setting (the bench's output by case) against
+    NumPyro's recorded rate: the ratio of min bulk ESS per CPU-second, and whether it counts (>= 3x at the
+    package's R-hat <= 1.01 without a divergence)."""
+    rows = []
+    for case, text in outputs.items():
+        for k, r in sorted(fits(text).items()):
+            ess, cpu = NUMPYRO_RECORDED[case, k]
+            ratio = r["ess_per_cpu_s"] / (ess / cpu)
+            counts = ratio >= 3 and r["max_rhat"] <= RHAT and r["divergences"] == 0
+            rows.append([case, str(k), cell(r), f"{ess / cpu:.1f} ({ess}; {cpu})", f"{ratio:.2f}x",
+                         "yes" if counts else "no"])
+    return rows
+
+
 #: Each setting's cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat, divergences, leapfrog steps
 #: a draw.
 COLUMNS = ["case", "data set", "diagonal", "low-rank", "low / diag", "rule"]
@@ -92,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated bench cases")
     ap.add_argument("--from", dest="source", type=Path, default=None, help="read DIR/CASE-diag.txt, CASE-lowrank.txt")
     ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
+    ap.add_argument("--paired", type=Path, default=None,
+                    help="also read DIR/ds01-CASE.txt (the bench on data sets 0 and 1 at the product's setting) for "
+                         "each switched family and print its ratio to NumPyro's recorded rate")
     ap.add_argument("--provenance", default=None, help="with --from: when, on which code and at what load the "
                                                         "outputs were made (the record's notes)")
     o = ap.parse_args(argv)
@@ -105,6 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     rows, switched = study(outputs)
     lines = [CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows),
              f"the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}"]
+    tables = [{"title": "fresh data sets 2 and 3", "columns": COLUMNS, "rows": rows}]
+    if o.paired is not None:
+        pairs = paired({c: (o.paired / f"ds01-{c}.txt").read_text(encoding="utf-8") for c in switched})
+        lines += [" | ".join(PAIRED_COLUMNS), *(" | ".join(r) for r in pairs)]
+        tables.append({"title": "the switched families against NumPyro's recorded rates (data sets 0 and 1, the "
+                                "package at the product's setting; a pairing across runs)",
+                       "columns": PAIRED_COLUMNS, "rows": pairs})
     print("\n".join(lines))
     if o.record:
         sys.path.insert(0, str(HERE))
@@ -115,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         if o.source is not None:
             notes = (f"the outputs of the bench commands this script runs, made one after another and re-read with "
                      f"--from ({o.provenance or 'provenance not given'}). " + notes)
-        recorded.write(o.record, command, [{"title": "fresh data sets 2 and 3", "columns": COLUMNS, "rows": rows}],
-                       notes=notes)
+        recorded.write(o.record, command, tables, notes=notes)
     return 0
 
 

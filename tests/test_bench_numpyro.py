@@ -211,3 +211,52 @@ def test_first_data_set_needs_package_only(tmp_path: Path, capsys: pytest.Captur
     assert bench.main(["--cases", "rw-pm", "--first-data-set", "3", "--numpyro-python", str(tmp_path)]) == 2
     assert bench.main(["--cases", "rw-pm", "--first-data-set", "-1", "--package-only"]) == 2
     assert "> 0 only with --package-only" in capsys.readouterr().err
+
+
+def test_the_two_mass_matrix_settings_are_refused_together(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("bench_hierarchical_vs_numpyro")
+    assert bench.main(["--cases", "rw", "--package-only", "--low-rank-mass-matrix", "--diagonal-mass-matrix"]) == 2
+    assert "at most one of --low-rank-mass-matrix and --diagonal-mass-matrix" in capsys.readouterr().err
+
+
+def _study() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("lowrank_per_family", BENCH / "studies" / "lowrank_per_family.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(rate: float, rhat: float = 1.005, div: int = 0) -> dict[str, float]:
+    return {"ess_per_cpu_s": rate, "max_rhat": rhat, "divergences": div, "min_ess_bulk": 500.0, "cpu_s": 10.0,
+            "mean_steps": 15.0}
+
+
+def test_the_low_rank_rule_needs_both_fresh_data_sets() -> None:
+    study = _study()
+    assert study.holds(_row(10.0), _row(10.0)) and not study.holds(_row(10.0), _row(9.9))
+    assert not study.holds(_row(10.0), _row(20.0, rhat=1.0101)) and not study.holds(_row(10.0), _row(20.0, div=1))
+    assert study.holds(_row(10.0, div=3), _row(20.0, div=3))
+
+    def out(*rows: dict[str, float]) -> str:
+        return "\n".join(json.dumps({"case": "x", "rep": 2 + k, **r}) for k, r in enumerate(rows))
+
+    both = {("a", "diag"): out(_row(10.0), _row(10.0)), ("a", "lowrank"): out(_row(11.0), _row(12.0)),
+            ("b", "diag"): out(_row(10.0), _row(10.0)), ("b", "lowrank"): out(_row(30.0), _row(9.0))}
+    rows, switched = study.study(both)
+    assert switched == ["a"] and [r[-1] for r in rows] == ["holds", "holds", "holds", "fails"]
+
+
+def test_the_models_declaring_the_low_rank_mass_matrix_are_the_studys_choice() -> None:
+    """The models that declare nutpie's low-rank mass matrix are belief coherence's loss form (issue 54) and the
+    families the per-family rule chose on fresh data sets (the committed record); a change of either without the
+    other fails here."""
+    from cogtestbed.registry import get_experiment
+
+    bench, record = _load("bench_hierarchical_vs_numpyro"), (BENCH / "studies" / "results" / "lowrank-per-family.json")
+    notes = json.loads(record.read_text(encoding="utf-8"))["notes"]
+    chosen = notes.rsplit("the rule takes the low-rank mass matrix for: ", 1)[1].split(", ")
+    declared = {name for name, c in bench.CASES.items()
+                if get_experiment(c.experiment).model(c.model).low_rank_mass_matrix}
+    assert declared == {*chosen, "belief-loss"}
+    assert set(chosen) == {"rw", "hyperbolic", "expected-value", "magnitude-kalman"}

@@ -65,12 +65,18 @@ class ModelFacts:
 class ExperimentFacts:
     """An experiment as the refusals read it: its ``name``, its ``models`` and its headline metrics'
     ``comparisons`` (``{METRIC: {"test": ...}}`` or ``{METRIC: {"why": ...}}``, in headline order) with their
-    ``aliases`` (``{ALIAS: METRIC}``)."""
+    ``aliases`` (``{ALIAS: METRIC}``); its ``pooling_unit`` (``session``: a subject's runs pooled, so ``runs``
+    sizes a model target; ``subject``), its ``trials_field`` (None: a fixed number of trials per run) and
+    ``trials_step``, the trials one unit of that field adds to a run of the default design
+    (:func:`~cogtestbed.validation.studies.study_data.trials_step`; 0 where the count is not proportional)."""
 
     name: str
     models: Mapping[str, ModelFacts]
     comparisons: Mapping[str, Mapping[str, str]]
     aliases: Mapping[str, str] = field(default_factory=dict)
+    pooling_unit: str = "subject"
+    trials_field: str | None = None
+    trials_step: int = 0
 
     def model(self, name: str) -> ModelFacts:
         """The model ``name``'s facts."""
@@ -94,7 +100,8 @@ class ExperimentFacts:
                                   "contrasts": {k: dict(v) for k, v in m.contrasts.items()}, "agent": m.agent,
                                   "agent_params": None if m.agent_params is None else list(m.agent_params)}
                            for name, m in self.models.items()},
-                "comparisons": [[k, dict(v)] for k, v in self.comparisons.items()], "aliases": dict(self.aliases)}
+                "comparisons": [[k, dict(v)] for k, v in self.comparisons.items()], "aliases": dict(self.aliases),
+                "pooling_unit": self.pooling_unit, "trials_field": self.trials_field, "trials_step": self.trials_step}
 
     @classmethod
     def from_dict(cls, name: str, row: Mapping[str, Any]) -> ExperimentFacts:
@@ -104,7 +111,8 @@ class ExperimentFacts:
                                 {k: {q: float(w) for q, w in v.items()} for k, v in given["contrasts"].items()},
                                 given["agent"], None if given["agent_params"] is None else tuple(given["agent_params"]))
                   for m, given in row["models"].items()}
-        return cls(name, models, {str(k): dict(v) for k, v in row["comparisons"]}, dict(row["aliases"]))
+        return cls(name, models, {str(k): dict(v) for k, v in row["comparisons"]}, dict(row["aliases"]),
+                   str(row["pooling_unit"]), row["trials_field"], int(row["trials_step"]))
 
 
 def _model_facts(exp: Any, name: str) -> ModelFacts:
@@ -126,7 +134,17 @@ def facts_of(exp: Any) -> ExperimentFacts:
         return exp
     aliases = dict(getattr(exp.metrics, "aliases", None) or {})
     return ExperimentFacts(exp.name, {name: _model_facts(exp, name) for name in exp.models}, comparisons(exp),
-                           aliases)
+                           aliases, str(exp.pooling_unit), exp.trials_field, _trials_step(exp))
+
+
+def _trials_step(exp: Any) -> int:
+    """The trials one unit of ``exp``'s trials field adds to a run of its default design (the step
+    :func:`~cogtestbed.validation.design.space.trials_values` reads); 0 without a trials field."""
+    from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
+
+    if exp.trials_field is None:
+        return 0
+    return trials_step(design_for_trials(exp, None, {}), exp.trials_field)
 
 
 def check_metric_target(exp: Any, metric: str) -> None:

@@ -87,6 +87,7 @@ def _check(module: str, name: str) -> Any:
 
 _REQUEST = "cogtestbed.validation.design.request"
 _MONITOR = "cogtestbed.validation.design.monitor_kind"
+_MONITOR_CHECKS = "cogtestbed.validation.design.monitor_checks"
 
 
 def _monitor_write(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
@@ -139,8 +140,8 @@ BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("monitor", "an anytime-valid monitor (betting e-process, every subject a look) beside the fixed and the "
              "group-sequential design at equal power", _run(_MONITOR, "run_monitor"),
              claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
-             check=_check(_MONITOR, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
-             frontier=True),
+             check=_check(_MONITOR_CHECKS, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
+             frontier=True, facts=True),
 )
 
 

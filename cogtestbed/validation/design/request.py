@@ -32,6 +32,7 @@ from cogtestbed.validation.design.request_checks import (
     check_informative,
     check_params_keep_effect,
     check_simulated_subjects,
+    check_sizes,
     check_target_mix,
     shift_of,
 )
@@ -274,6 +275,7 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     check_answerable(req)
     if tg.model is None:
         check_behaviour_target(req)
+    check_sizes(facts, req, effect is not None)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:

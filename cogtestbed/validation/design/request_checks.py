@@ -188,3 +188,27 @@ def check_backends(llm: str | list[str] | tuple[str, ...] | None) -> None:
 
     for spec in [llm] if isinstance(llm, str) else list(llm or []):
         parse_spec(spec)
+
+
+def check_sizes(facts: Any, req: PlanRequest, model_target: bool) -> None:
+    """Refuse, from the experiment's facts (:class:`~cogtestbed.validation.design.facts.ExperimentFacts`: shipped,
+    so before its module is imported), the sizes its design cannot take: ``runs`` for a ``model_target`` of an
+    experiment that pools no sessions, ``trials`` of an experiment without a trials field, or none of them a
+    multiple of its field's step (the refusals :func:`~cogtestbed.validation.design.space.design_axes` gives).
+    With ``design`` given (it may change the step), or people's trials, the loaded experiment decides."""
+    sz, pp = req.sizes, req.people
+    if model_target and sz.runs is not None and facts.pooling_unit != "session":
+        raise InputError(f"experiment {facts.name} pools subjects, not sessions: `runs` needs an experiment whose "
+                         "pooling unit is the session")
+    if sz.trials is None or sz.design or pp.human is not None or pp.population is not None:
+        return
+    if facts.trials_field is None:
+        raise InputError(f"experiment {facts.name} has a fixed number of trials per run (no trials field)")
+    step = facts.trials_step
+    trials = Sizes.of(sz.trials, "trials")
+    values = trials.values()
+    reachable = (any(v % step == 0 for v in values) if isinstance(values, tuple | list)
+                 else -(-trials.lo // step) * step <= trials.hi) if step > 0 else True
+    if not reachable:
+        raise InputError(f"no trial count in {str(trials)!r} is reachable: {facts.name}'s {facts.trials_field} "
+                         f"scales a session in steps of {step} trials")

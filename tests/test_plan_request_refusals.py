@@ -8,10 +8,10 @@ a traceback, or planned something other than what was asked (an option dropped, 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from cold_cli import HEAVY, assert_refused_cold
+from cold_cli import HEAVY, assert_refused_cold, cold
 from conftest import never
 
 import cogtestbed as ct
@@ -26,6 +26,10 @@ KINDS = "forms, adaptive, precision, sequential, hierarchical, power, monitor"
 TWO_STEP_CLI = ["--metric", "model_basedness", "--compare", "hybrid:w=0.3", "hybrid:w=0.7", "--llm", LLMS[0],
                 "--llm", LLMS[1]]
 
+UNREACHABLE = ("no trial count in '{1}' is reachable: instrumental-learning's visits_per_casino scales a session in "
+               "steps of 4 trials")
+NOT_POOLED = ("experiment instrumental-learning pools subjects, not sessions: {} needs an experiment whose pooling "
+              "unit is the session")
 #: (experiment, ct.plan's keywords, the command line's options, the exact refusal of the library, of the CLI).
 REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
     # an effect erased: --param fixes, for every simulated subject, a parameter the effect moves
@@ -117,6 +121,29 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      "nonzero size",
      "--effect optimism_bias=0 is no effect: every design detects it at the test's level, never at a power; give a "
      "nonzero size"),
+    # sizes the design cannot take, refused from the shipped facts (before: after the experiment's import, 2.6 s)
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7"], UNREACHABLE.format("`trials`", "7:7"),
+     UNREACHABLE.format("--trials", "7:7")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": (5, 7), "looks": 3},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "5:7", "--looks", "3"],
+     UNREACHABLE.format("`trials`", "5:7"), UNREACHABLE.format("--trials", "5:7")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7, "monitor": True},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7", "--monitor"],
+     UNREACHABLE.format("`trials`", "7:7"), UNREACHABLE.format("--trials", "7:7")),
+    ("collider", {"model": "cbn-3p", "llm": MINI, "effect": {"m": 0.1}, "trials": 10},
+     ["--model", "cbn-3p", "--llm", MINI, "--effect", "m=0.1", "--trials", "10"],
+     "experiment collider has a fixed number of trials per run (no trials field)",
+     "experiment collider has a fixed number of trials per run (no trials field)"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "runs": 3},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--runs", "3"], NOT_POOLED.format("`runs`"),
+     NOT_POOLED.format("--runs")),
+    ("instrumental-learning", {"model": "rw-pm", "precision": {"beta": 0.1}, "runs": 2},
+     ["--model", "rw-pm", "--precision", "beta=0.1", "--runs", "2"], NOT_POOLED.format("`runs`"),
+     NOT_POOLED.format("--runs")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "runs": 3, "monitor": True},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--runs", "3", "--monitor"], NOT_POOLED.format("`runs`"),
+     NOT_POOLED.format("--runs")),
 ]
 
 
@@ -172,6 +199,7 @@ COLD = [
     ["two-step", *TWO_STEP_CLI, "--subjects", "10:20"],
     ["instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--llm", LLMS[0], "--llm", LLMS[1]],
     ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--forms", "1,2"],
+    *([experiment, *cli] for experiment, _, cli, _, message in REFUSED if "trial" in message or "pools" in message),
 ]
 
 
@@ -179,6 +207,60 @@ def test_these_refusals_import_nothing_heavy() -> None:
     """Each refusal above, from a cold command line, before the sequential planner or any numerical library is
     imported."""
     assert_refused_cold(COLD, (*HEAVY, "cogtestbed.validation.design.seqplan"))
+def test_a_size_refusal_from_the_facts_takes_well_under_a_second_of_cpu_cold() -> None:
+    """``--trials 7`` (unreachable) from a fresh process: under 1 s of CPU (before: 1.9 s, the experiment imported)."""
+    code = "import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))"
+    done, cpu = cold(code, "plan", "instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: {UNREACHABLE.format('--trials', '7:7')}"]
+    assert cpu < 1.0, cpu
+
+
+@pytest.mark.parametrize(("experiment", "options"), [
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": "6:8"}),  # 8 is reachable
+    ("two-step", {"model": "hybrid", "llm": MINI, "effect": {"w": 0.2}, "runs": 3}),  # two-step pools sessions
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7,
+                               "design": {"visits_per_casino": [3, 6]}}),  # a design given: the loaded one decides
+])
+def test_sizes_the_design_takes_pass_the_facts(experiment: str, options: dict[str, Any]) -> None:
+    from cogtestbed.request import build_grouped
+    from cogtestbed.validation.design.plan_kinds import check_before_import
+    from cogtestbed.validation.design.plan_options import PlanRequest
+
+    check_before_import(experiment, build_grouped(PlanRequest, {}, {**options, "experiment": experiment}))
+
+
+def test_the_facts_refuse_the_trials_the_loaded_experiment_refuses() -> None:
+    """For every package experiment with a trials field, one trial more than its step: the facts' refusal is the
+    design space's (:func:`~cogtestbed.validation.design.space.trials_values`), word for word."""
+    from types import SimpleNamespace
+
+    from cogtestbed.request import build_grouped
+    from cogtestbed.validation.design.facts import shipped_facts
+    from cogtestbed.validation.design.plan_options import PlanRequest
+    from cogtestbed.validation.design.request_checks import check_sizes
+    from cogtestbed.validation.design.sizes import Sizes
+    from cogtestbed.validation.design.space import trials_values
+
+    checked, spec = 0, cast(Any, SimpleNamespace(design={}))  # trials_values reads the study's design alone
+    for name in ct.experiments():
+        facts = shipped_facts(name)
+        assert facts is not None
+        if facts.trials_field is None or facts.trials_step < 2:
+            continue
+        bad = facts.trials_step + 1
+        req = build_grouped(PlanRequest, {}, {"experiment": name, "trials": bad})
+        with pytest.raises(ct.InputError) as from_facts:
+            check_sizes(facts, req, False)
+        with pytest.raises(ct.InputError) as loaded:
+            trials_values(spec, ct.get_experiment(name), Sizes.of(bad, "trials"))
+        assert str(from_facts.value) == str(loaded.value)
+        check_sizes(facts, build_grouped(PlanRequest, {}, {"experiment": name, "trials": 2 * facts.trials_step}),
+                    False)
+        checked += 1
+    assert checked >= 4
+
+
 def test_the_trials_field_fixed_and_trials_searched_are_refused(no_simulation: None,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Before, ``--trials 96`` silently replaced ``--design visits_per_casino=12`` (24 visits were planned)."""

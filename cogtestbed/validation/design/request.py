@@ -29,6 +29,7 @@ from cogtestbed.validation.design.request_checks import (
     check_answerable,
     check_backends,
     check_behaviour_target,
+    check_compare_settings,
     check_informative,
     check_params_keep_effect,
     check_simulated_subjects,
@@ -276,6 +277,7 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     if tg.model is None:
         check_behaviour_target(req)
     check_sizes(facts, req, effect is not None)
+    check_compare_settings(facts, req)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:

@@ -212,3 +212,35 @@ def check_sizes(facts: Any, req: PlanRequest, model_target: bool) -> None:
     if not reachable:
         raise InputError(f"no trial count in {str(trials)!r} is reachable: {facts.name}'s {facts.trials_field} "
                          f"scales a session in steps of {step} trials")
+
+
+def check_compare_settings(facts: Any, req: PlanRequest) -> None:
+    """Refuse, from the experiment's facts (before its module is imported), the settings of a metric target that
+    its simulation would refuse (the lines :func:`check_agent_settings` and the study's own check give): two
+    agents in ``compare``, a value outside its parameter's bounds (``compare`` on top of ``params``), a name
+    that is no parameter of the agent.  An agent the facts do not hold is left to the loaded experiment."""
+    tg = req.target
+    if tg.metric is None or tg.compare is None or tg.agent is not None:
+        return
+    from cogtestbed.parameters import parse_agent
+
+    (name_a, a), (name_b, b) = parse_agent(tg.compare[0]), parse_agent(tg.compare[1])
+    if name_a != name_b:
+        raise InputError(f"`compare` takes two settings of one agent, got {name_a!r} and {name_b!r}")
+    params = facts.agents.get(name_a)
+    if params is None:
+        return
+    given = assignments(req.simulated.params, "params")
+    bounds = {p.name: p for p in params}
+    for setting in (a, b):
+        for name, value in {**given, **setting}.items():
+            p = bounds.get(name)
+            if p is not None and not p.lower <= float(value) <= p.upper:
+                raise InputError(f"`compare` {name_a}: {name}={float(value):g} is outside its bounds "
+                                 f"[{p.lower:g}, {p.upper:g}]")
+    for setting in (given, a, b):
+        bad = sorted(set(setting) - set(bounds))
+        if bad:
+            noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
+            valid = ", ".join(sorted(bounds)) or "(none)"
+            raise InputError(f"{', '.join(bad)} {noun} of agent {name_a}; valid: {valid}")

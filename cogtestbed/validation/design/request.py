@@ -30,7 +30,9 @@ from cogtestbed.validation.design.request_checks import (
     check_backends,
     check_behaviour_target,
     check_compare_settings,
+    check_design_trials,
     check_informative,
+    check_lapse_fit,
     check_params_keep_effect,
     check_simulated_subjects,
     check_sizes,
@@ -278,6 +280,8 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
         check_behaviour_target(req)
     check_sizes(facts, req, effect is not None)
     check_compare_settings(facts, req)
+    check_design_trials(facts, req)
+    check_lapse_fit(req)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:
@@ -488,7 +492,7 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     ``cogtestbed fit --lapse`` fits it); refused in one line for a metric or test target."""
     if lapse_fit is None:
         return spec
-    from cogtestbed.inference.base import lapse_option
+    from cogtestbed.inference.lapse_text import lapse_option
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):

@@ -9,6 +9,7 @@ Imports nothing heavy: these run before the experiment's module is imported.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from cogtestbed.errors import InputError
@@ -244,3 +245,60 @@ def check_compare_settings(facts: Any, req: PlanRequest) -> None:
             noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
             valid = ", ".join(sorted(bounds)) or "(none)"
             raise InputError(f"{', '.join(bad)} {noun} of agent {name_a}; valid: {valid}")
+
+
+def check_lapse_fit(req: PlanRequest) -> None:
+    """Refuse a ``lapse_fit`` that no fit takes (:func:`~cogtestbed.inference.lapse_text.lapse_option`) or beside a
+    metric or test target (no model is fitted), from the request alone."""
+    lapse_fit = req.simulated.lapse_fit
+    if lapse_fit is None:
+        return
+    if req.target.model is None:
+        raise InputError("`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and "
+                         "`effect`")
+    from cogtestbed.inference.lapse_text import lapse_option
+
+    lapse_option(lapse_fit, "lapse_fit")
+
+
+def check_design_trials(facts: Any, req: PlanRequest) -> None:
+    """Refuse, from the experiment's facts (its ``trials_field``), ``trials`` beside a ``design`` that sets the
+    trials of a run too: the field fixed (``FIELD=N``) or searched (its one list, ``FIELD=a,b,c``), the lines
+    :func:`~cogtestbed.validation.studies.sizes.plan_design` gives.  A design of any other shape (a malformed or
+    repeated item, another list) is left to the loaded experiment, which refuses that first."""
+    field_ = facts.trials_field
+    design = req.sizes.design
+    if req.sizes.trials is None or not design or field_ is None:
+        return
+    fields = _design_fields(design)
+    if fields is None or field_ not in fields:
+        return
+    value = fields[field_]
+    if not isinstance(value, list):
+        raise InputError(f"`trials` and `design` {field_}={value} both set the trials of a run; give one of them")
+    if len(fields) == 1 and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+        raise InputError("`trials` and a `design` list both size the run; give one of them")
+
+
+def _design_fields(design: Any) -> dict[str, Any] | None:
+    """``design`` (``{FIELD: VALUE}`` or the command line's ``NAME=VALUE`` items) as its fields, a list where it
+    lists integers, when every value but at most one list is plain (no comma) and no name repeats; else None."""
+    import json
+
+    if isinstance(design, Mapping):
+        out = {k: list(v) if isinstance(v, list | tuple | range) else v for k, v in design.items()}
+    else:
+        out = {}
+        for item in [design] if isinstance(design, str) else list(design):
+            name, sep, text = str(item).partition("=")
+            name = name.strip()
+            if not sep or not name or name in out or text.strip().startswith(("[", "{", '"')):
+                return None
+            try:
+                out[name] = [int(x) for x in text.split(",")] if "," in text else json.loads(text)
+            except ValueError:  # a text value (json's error is a ValueError), or a list of no integers
+                if "," in text:
+                    return None
+                out[name] = text
+    lists = [k for k, v in out.items() if isinstance(v, list)]
+    return out if len(lists) <= 1 else None

@@ -121,7 +121,10 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      "nonzero size",
      "--effect optimism_bias=0 is no effect: every design detects it at the test's level, never at a power; give a "
      "nonzero size"),
-    # sizes the design cannot take, refused from the shipped facts (before: after the experiment's import, 2.6 s)
+]
+#: Refused from the shipped facts or the request alone, before the experiment's import (before: after it, 2.6 s).
+FROM_FACTS: list[tuple[str, dict[str, Any], list[str], str, str]] = [
+    # sizes the design cannot take
     ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7},
      [*RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7"], UNREACHABLE.format("`trials`", "7:7"),
      UNREACHABLE.format("--trials", "7:7")),
@@ -144,7 +147,28 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
     ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "runs": 3, "monitor": True},
      [*RW_CLI, "--effect", "optimism_bias=0.2", "--runs", "3", "--monitor"], NOT_POOLED.format("`runs`"),
      NOT_POOLED.format("--runs")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "design": {"visits_per_casino": [12, 24]},
+                               "trials": 96},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--design", "visits_per_casino=12,24", "--trials", "96"],
+     "`trials` and a `design` list both size the run; give one of them",
+     "--trials and a --design list both size the run; give one of them"),
+    # a metric target's settings: one agent, its parameters (names and bounds), no lapse fit (no model is fitted)
+    ("two-step", {**TWO_STEP, "compare": ("model-free:alpha=0.3", "hybrid:w=0.7")},
+     [*TWO_STEP_CLI[:2], "--compare", "model-free:alpha=0.3", "hybrid:w=0.7", *TWO_STEP_CLI[5:]],
+     "`compare` takes two settings of one agent, got 'model-free' and 'hybrid'",
+     "--compare takes two settings of one agent, got 'model-free' and 'hybrid'"),
+    ("two-step", {**TWO_STEP, "params": {"nope": 1.0}}, [*TWO_STEP_CLI, "--param", "nope=1"],
+     "nope is not a parameter of agent hybrid; valid: alpha, beta, lam, persev, w",
+     "nope is not a parameter of agent hybrid; valid: alpha, beta, lam, persev, w"),
+    ("two-step", {**TWO_STEP, "compare": ("hybrid:w=0.3,zz=1,aa=2", "hybrid:w=0.7")},
+     [*TWO_STEP_CLI[:2], "--compare", "hybrid:w=0.3,zz=1,aa=2", "hybrid:w=0.7", *TWO_STEP_CLI[5:]],
+     "aa, zz are not parameters of agent hybrid; valid: alpha, beta, lam, persev, w",
+     "aa, zz are not parameters of agent hybrid; valid: alpha, beta, lam, persev, w"),
+    ("two-step", {**TWO_STEP, "lapse_fit": "fit"}, [*TWO_STEP_CLI, "--lapse-fit", "fit"],
+     "`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and `effect`",
+     "--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and --effect"),
 ]
+REFUSED += FROM_FACTS
 
 
 @pytest.mark.parametrize(("experiment", "api", "cli", "message", "cli_message"), REFUSED,
@@ -199,7 +223,11 @@ COLD = [
     ["two-step", *TWO_STEP_CLI, "--subjects", "10:20"],
     ["instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--llm", LLMS[0], "--llm", LLMS[1]],
     ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--forms", "1,2"],
-    *([experiment, *cli] for experiment, _, cli, _, message in REFUSED if "trial" in message or "pools" in message),
+    *([experiment, *cli] for experiment, _, cli, _, _ in FROM_FACTS),
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--design", "visits_per_casino=12", "--trials",
+     "96"],
+    ["two-step", *TWO_STEP_CLI[:2], "--compare", "hybrid:w=0.3", "hybrid:w=7", *TWO_STEP_CLI[5:]],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--lapse-fit", "fixed=1.5"],
 ]
 
 

@@ -1,0 +1,144 @@
+"""How a command ends on SIGTERM or SIGINT: one line (``error: terminated`` / ``error: interrupted``), exit status
+128 + the signal's number (:data:`SIGTERM_STATUS`, :data:`SIGINT_STATUS`), worker pools shut down and folders the
+command created removed, by an exception the command unwinds, raised only where it can unwind.
+
+Python runs a signal handler in the main thread between two bytecodes, wherever that thread is.  A handler that
+raises there (Python's own SIGINT handler; a SIGTERM handler raising :class:`SystemExit`) can land inside the
+standard library's lock, fork and logging machinery: raised in ``Condition.wait`` between the release of its lock
+and the ``try`` that restores it, the exception became ``RuntimeError: release unlocked lock`` at the ``with``
+that released it again (a traceback; issue 71: 1 plan in 8); raised in a fork hook (logging's ``_releaseLock``,
+the collector's, run by ``os.fork`` while a plan starts its workers) it was printed as "Exception ignored" and
+lost, and the plan ran on to its end with status 0; raised in numba's Python code under its dispatcher, it became
+"SystemError: ... returned a result with an exception set".
+
+:func:`handle_signals` installs handlers that raise only in the command's own code (or a library's) or in a
+blocking wait made to be interrupted (``Condition.wait``'s acquire, under every ``Future.result``,
+``concurrent.futures.wait`` and ``Event.wait``; a thread's join), and not under a fork hook or a finaliser:
+elsewhere they try again every :data:`RETRY_S` (SIGALRM) until the main thread is in such a place.  A signal
+that finds none within :data:`GIVE_UP_S` ends the process at once with its line and status (worker processes die
+with their parent: ``PR_SET_PDEATHSIG``).  A second signal while the first unwinds is not raised into the
+clean-up.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+#: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).
+SIGTERM_STATUS = 128 + signal.SIGTERM
+#: Exit status of a command ended by Ctrl-C or SIGINT.
+SIGINT_STATUS = 128 + signal.SIGINT
+#: Seconds between two tries to raise a signal that came where an exception cannot unwind.
+RETRY_S = 0.02
+#: Seconds a signal waits for a place to raise before the process ends at once.
+GIVE_UP_S = 3.0
+
+#: Lines of the standard library where an exception raised by a signal unwinds cleanly: the blocking acquires made
+#: to be interrupted (``Condition.wait``'s, restored in its ``finally``; ``Thread._wait_for_tstate_lock``'s,
+#: bpo-45274).  Anywhere else in it (a lock's release and restore, a fork hook, a queue's bookkeeping) the signal
+#: waits.
+_WAITS = ("waiter.acquire(", "lock.acquire(block, timeout)")
+#: Packages whose Python code their own C code calls and reads no exception from (numba's dispatcher: "returned a
+#: result with an exception set").
+_NO_RAISE = ("numba", "llvmlite")
+#: A line of an outer frame marking a call whose Python callbacks' exceptions are printed and dropped (``os.fork``'s
+#: hooks: logging's ``_releaseLock``, :func:`cogtestbed.collector.resume_collection`).
+_DROPPED = ("os.fork(",)
+
+
+class Terminated(SystemExit):
+    """A command ended by SIGTERM (exit status :data:`SIGTERM_STATUS`)."""
+
+    def __init__(self) -> None:
+        super().__init__(SIGTERM_STATUS)
+
+
+class _State:
+    """The signal being raised (None: none) since when, and whether its exception is already unwinding."""
+
+    pending: int | None = None
+    since = 0.0
+    raised = False
+
+
+def _line(frame: FrameType) -> str:
+    import linecache
+
+    return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+
+
+def _raises_here(frame: FrameType) -> bool:
+    """Whether an exception raised in ``frame`` (where the signal interrupted the main thread) unwinds: the
+    command's own code or a library's, not the standard library off its waits (:data:`_WAITS`) nor a package of
+    :data:`_NO_RAISE`."""
+    name = frame.f_code.co_filename
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    if name.startswith(stdlib) and "site-packages" not in name:
+        return any(wait in _line(frame) for wait in _WAITS)
+    return not any(f"{os.sep}{package}{os.sep}" in name for package in _NO_RAISE)
+
+
+def _can_raise(frame: FrameType | None) -> bool:
+    """Whether the signal's exception can be raised in ``frame`` (:func:`_raises_here`) and reaches the command: no
+    outer frame drops it (a finaliser, an ``os.fork`` hook: :data:`_DROPPED`)."""
+    if frame is None:
+        return True
+    if not _raises_here(frame):
+        return False
+    seen: FrameType | None = frame
+    while seen is not None:
+        if seen.f_code.co_name == "__del__" or (seen is not frame and any(d in _line(seen) for d in _DROPPED)):
+            return False
+        seen = seen.f_back
+    return True
+
+
+def _exit_now(signum: int) -> None:
+    """End the process at once: the signal's line and status (no place to raise it was reached)."""
+    word, status = ("terminated", SIGTERM_STATUS) if signum == signal.SIGTERM else ("interrupted", SIGINT_STATUS)
+    os.write(2, f"error: {word}\n".encode())
+    os._exit(status)
+
+
+def _handle(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM, SIGINT and the retries' SIGALRM: raise the pending signal's exception where it can unwind."""
+    if _State.raised:
+        return
+    if signum != signal.SIGALRM and _State.pending is None:
+        _State.pending, _State.since = signum, time.monotonic()
+    pending = _State.pending
+    if pending is None:  # a stray SIGALRM
+        return
+    if not _can_raise(frame):
+        if time.monotonic() - _State.since >= GIVE_UP_S:
+            _exit_now(pending)
+        signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+        return
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    _State.raised = True
+    if pending == signal.SIGTERM:
+        raise Terminated()
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def handle_signals() -> Iterator[None]:
+    """SIGTERM and SIGINT raised as :class:`Terminated` and :class:`KeyboardInterrupt` where the command can unwind
+    (module docstring) inside the block; the previous handlers restored after it."""
+    _State.pending, _State.raised = None, False
+    signals = (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)
+    previous = {sig: signal.signal(sig, _handle) for sig in signals}
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+__all__ = ["GIVE_UP_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals"]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -97,3 +98,92 @@ def test_stop_pool_leaves_no_manager_thread_for_the_exit_hook_to_wake() -> None:
     assert not manager.is_alive()
     assert wakeup._closed  # the exit hook's wakeup() is now a no-op
     assert all(f.done() for f in futures)
+
+
+# ----------------------------------------------------------------------------- where a signal is raised (issue 71)
+def _frame_at(filename: str, line: int) -> Any:
+    """A frame whose code reads as ``filename`` at ``line`` (how the handler sees the main thread it interrupted)."""
+    code = compile("\n" * (line - 1) + "frame = sys._getframe()", filename, "exec")
+    scope: dict[str, Any] = {"sys": sys}
+    exec(code, scope)
+    return scope["frame"]
+
+
+def _line_of(module: Any, text: str) -> int:
+    import inspect
+
+    lines, _ = inspect.findsource(module)
+    return next(i + 1 for i, line in enumerate(lines) if text in line)
+
+
+def test_a_signal_is_raised_only_where_the_command_unwinds() -> None:
+    """Raised in ``Condition.wait`` off its blocking acquire (between the release of its lock and the ``try`` that
+    restores it), a SIGTERM's exception once became "RuntimeError: release unlocked lock"; in a fork hook or a
+    finaliser it was dropped (the plan ran on); in numba's Python code under its dispatcher, a SystemError."""
+    import threading
+
+    from cogtestbed.cli import signals
+
+    assert signals._can_raise(sys._getframe())  # the command's own code
+    assert signals._can_raise(_frame_at(threading.__file__, _line_of(threading, "waiter.acquire()")))
+    released = _line_of(threading, "saved_state = self._release_save()")
+    assert not signals._can_raise(_frame_at(threading.__file__, released))
+    assert not signals._can_raise(_frame_at(os.path.join(os.path.dirname(os.__file__), "logging", "__init__.py"), 1))
+    assert not signals._can_raise(_frame_at(os.path.join("site-packages", "numba", "core", "typing", "typeof.py"), 1))
+
+    def hook() -> bool:
+        return signals._can_raise(sys._getframe())
+
+    def forking() -> bool:
+        return hook()  # as from os.fork( ): an exception raised in its hooks is printed and dropped
+
+    class Finalised:
+        def __del__(self) -> None:
+            seen.append(hook())
+
+    seen: list[bool] = []
+    Finalised().__del__()  # once called, once collected
+    assert hook() and not forking() and seen and not any(seen)
+
+
+def test_a_signal_off_a_safe_place_is_raised_once_the_main_thread_reaches_one() -> None:
+    import threading
+
+    from cogtestbed.cli import signals
+
+    inside = _frame_at(threading.__file__, _line_of(threading, "saved_state = self._release_save()"))
+    with signals.handle_signals():
+        signals._handle(signal.SIGTERM, inside)  # deferred: a retry armed, nothing raised
+        assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= signals.RETRY_S
+        with pytest.raises(signals.Terminated) as raised:
+            signals._handle(signal.SIGALRM, sys._getframe())
+        assert raised.value.code == 128 + signal.SIGTERM
+        assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+        signals._handle(signal.SIGTERM, sys._getframe())  # a second signal while the first unwinds: not raised
+    assert signal.getsignal(signal.SIGTERM) is not signals._handle
+
+
+SMALL_PLAN = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.3", "--llm",
+              "openai:gpt-4o-mini", "--subjects", "10:60", "--workers", "2"]
+
+
+@pytest.mark.parametrize(("sig", "delay", "status", "line"), [
+    (signal.SIGTERM, 0.6, 128 + signal.SIGTERM, "error: terminated"),
+    (signal.SIGTERM, 1.6, 128 + signal.SIGTERM, "error: terminated"),
+    (signal.SIGTERM, 2.8, 128 + signal.SIGTERM, "error: terminated"),
+    (signal.SIGINT, 2.2, 128 + signal.SIGINT, "error: interrupted"),
+])
+def test_a_signal_during_a_plan_ends_it_in_one_line(sig: int, delay: float, status: int, line: str) -> None:
+    """At whatever point of a small plan (importing, timing the estimate, starting the workers, waiting on them):
+    the documented status and one line, no traceback, no lock error (before: 1 SIGTERM in 8 printed
+    "RuntimeError: release unlocked lock"; one was dropped and the plan ended with status 0)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed", *SMALL_PLAN], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == status, err
+    for bad in ("Traceback", "RuntimeError", "Exception ignored", "SystemError"):
+        assert bad not in err, err
+    assert err.strip().splitlines()[-1] == line

@@ -39,7 +39,7 @@ from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402
 from cogtestbed.cli.app import app, console_err, is_user_error
 from cogtestbed.cli.options import as_flags
-from cogtestbed.cli.signals import SIGINT_STATUS, SIGTERM_STATUS, Terminated, handle_signals
+from cogtestbed.cli.signals import SIGINT_STATUS, SIGTERM_STATUS, Terminated, handle_signals, interrupted
 from cogtestbed.errors import one_line, printable
 from cogtestbed.redact import redact
 
@@ -110,6 +110,8 @@ def _run_app(argv: Sequence[str] | None) -> int:
             raise
         _error(as_flags(one_line(exc), ()))  # the library names fields (`level`), the command line its flags
         return 2
+    if rv == SIGINT_STATUS and interrupted():  # typer's answer to Ctrl-C: status 130, silent
+        _error("interrupted")
     return rv if isinstance(rv, int) else 0
 
 

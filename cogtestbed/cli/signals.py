@@ -126,6 +126,12 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def interrupted() -> bool:
+    """Whether the command was interrupted by SIGINT inside :func:`handle_signals` (typer answers the
+    :class:`KeyboardInterrupt` with exit status 130 and no line: the command line then prints its own)."""
+    return _State.raised and _State.pending == signal.SIGINT
+
+
 @contextmanager
 def handle_signals() -> Iterator[None]:
     """SIGTERM and SIGINT raised as :class:`Terminated` and :class:`KeyboardInterrupt` where the command can unwind
@@ -141,4 +147,4 @@ def handle_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-__all__ = ["GIVE_UP_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals"]
+__all__ = ["GIVE_UP_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals", "interrupted"]

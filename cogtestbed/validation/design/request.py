@@ -37,6 +37,7 @@ from cogtestbed.validation.design.request_checks import (
     check_simulated_subjects,
     check_sizes,
     check_target_mix,
+    priced_llms,
     shift_of,
 )
 from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
@@ -282,6 +283,12 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     check_compare_settings(facts, req)
     check_design_trials(facts, req)
     check_lapse_fit(req)
+    if llms:  # the pricer's refusals: a price, the reasoning controls, a reasoning model's tokens per call
+        lm = req.llms
+        check_backends(llms)
+        hidden = hidden_tokens(llms, None, lm.assume_reasoning_tokens, lm.thinking_budget)
+        priced_llms(llms, lm.prices, lm.allow_unpriced, lm.reasoning_effort, lm.thinking_budget,
+                    hidden if req.simulated.pilot is None else "the pilot's")
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:

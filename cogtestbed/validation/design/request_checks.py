@@ -302,3 +302,23 @@ def _design_fields(design: Any) -> dict[str, Any] | None:
                 out[name] = text
     lists = [k for k, v in out.items() if isinstance(v, list)]
     return out if len(lists) <= 1 else None
+
+
+def priced_llms(llms: list[str] | tuple[str, ...], prices: Any, allow_unpriced: bool, effort: str | None,
+                budget: int | None, hidden: Any) -> list[Any]:
+    """Each LLM's price (:func:`~cogtestbed.llm_adapters.clients.prices.require_price`: None where it has none and
+    ``allow_unpriced``), its reasoning controls checked against its capability row
+    (:func:`~cogtestbed.llm_adapters.clients.capabilities.check_reasoning`), and a priced reasoning model refused
+    without its ``hidden`` tokens per call (a pilot's or an assumption): the refusals of
+    :class:`~cogtestbed.validation.design.pricing.Pricer`, which the request alone decides (nothing heavy imported)."""
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_reasoning
+    from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
+    from cogtestbed.llm_adapters.runs.hidden_tokens import reasons, refusal
+
+    table = PriceTable(prices)
+    price = [require_price(table, spec, allow_unpriced) for spec in llms]
+    for spec, one in zip(llms, price, strict=True):
+        check_reasoning(spec, capability_of(spec), effort, budget)
+        if one is not None and hidden is None and reasons(spec, budget):
+            raise InputError(refusal(spec))
+    return price

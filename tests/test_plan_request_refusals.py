@@ -167,6 +167,28 @@ FROM_FACTS: list[tuple[str, dict[str, Any], list[str], str, str]] = [
     ("two-step", {**TWO_STEP, "lapse_fit": "fit"}, [*TWO_STEP_CLI, "--lapse-fit", "fit"],
      "`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and `effect`",
      "--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and --effect"),
+    # the LLM options the pricer refuses: the request alone decides them (the capability and price tables)
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "reasoning_effort": "low"},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--reasoning-effort", "low"],
+     "`reasoning_effort`: openai:gpt-4o-mini takes no reasoning_effort (capability table row 'openai:*': reasoning "
+     "none); drop it",
+     "--reasoning-effort: openai:gpt-4o-mini takes no reasoning_effort (capability table row 'openai:*': reasoning "
+     "none); drop it"),
+    ("instrumental-learning", {"model": "rw-pm", "llm": "openai:o3-mini", "effect": {"optimism_bias": 0.2}},
+     ["--model", "rw-pm", "--llm", "openai:o3-mini", "--effect", "optimism_bias=0.2"],
+     "openai:o3-mini is a reasoning model: it bills hidden reasoning tokens as output, often many times the answer's, "
+     "so its cost cannot be priced from the prompts; give `pilot` DIR (a run of it: its tokens per call are measured) "
+     "or `assume_reasoning_tokens` N (or LOW:HIGH) completion tokens per call",
+     "openai:o3-mini is a reasoning model: it bills hidden reasoning tokens as output, often many times the answer's, "
+     "so its cost cannot be priced from the prompts; give --pilot DIR (a run of it: its tokens per call are measured) "
+     "or --assume-reasoning-tokens N (or LOW:HIGH) completion tokens per call"),
+    ("instrumental-learning", {"model": "rw-pm", "llm": "openai:o3-mini", "effect": {"optimism_bias": 0.2},
+                               "assume_reasoning_tokens": "x"},
+     ["--model", "rw-pm", "--llm", "openai:o3-mini", "--effect", "optimism_bias=0.2", "--assume-reasoning-tokens", "x"],
+     "`assume_reasoning_tokens` must be N or LOW:HIGH completion tokens per call (hidden ones included), positive, "
+     "got 'x'",
+     "--assume-reasoning-tokens must be N or LOW:HIGH completion tokens per call (hidden ones included), positive, "
+     "got 'x'"),
 ]
 REFUSED += FROM_FACTS
 

@@ -189,6 +189,11 @@ FROM_FACTS: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      "got 'x'",
      "--assume-reasoning-tokens must be N or LOW:HIGH completion tokens per call (hidden ones included), positive, "
      "got 'x'"),
+    # an adaptive parameter its adaptive model lacks (before: refused after "simulating 200 subjects ...")
+    ("temporal-discounting", {"model": "hyperbolic", "precision": {"k": 0.1}, "adaptive": "nope"},
+     ["--model", "hyperbolic", "--precision", "k=0.1", "--adaptive", "nope"],
+     "`adaptive` nope: the temporal-discounting adaptive model 'hyperbolic' has parameters k, temperature (or 'all')",
+     "--adaptive nope: the temporal-discounting adaptive model 'hyperbolic' has parameters k, temperature (or 'all')"),
 ]
 REFUSED += FROM_FACTS
 
@@ -250,6 +255,7 @@ COLD = [
      "96"],
     ["two-step", *TWO_STEP_CLI[:2], "--compare", "hybrid:w=0.3", "hybrid:w=7", *TWO_STEP_CLI[5:]],
     ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--lapse-fit", "fixed=1.5"],
+    ["instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--adaptive", "beta"],
 ]
 
 

@@ -69,7 +69,9 @@ class ExperimentFacts:
     sizes a model target; ``subject``), its ``trials_field`` (None: a fixed number of trials per run) and
     ``trials_step``, the trials one unit of that field adds to a run of the default design
     (:func:`~cogtestbed.validation.studies.study_data.trials_step`; 0 where the count is not proportional); and
-    each simulated agent's parameters (``agents``: the settings of a metric target, ``compare`` and ``params``)."""
+    each simulated agent's parameters (``agents``: the settings of a metric target, ``compare`` and ``params``);
+    its adaptive sessions (``adaptive``: ``{"model": NAME}``, the model choosing the trials, or ``{"refused": WHY}``,
+    the line ``--adaptive`` is refused with)."""
 
     name: str
     models: Mapping[str, ModelFacts]
@@ -79,6 +81,7 @@ class ExperimentFacts:
     trials_field: str | None = None
     trials_step: int = 0
     agents: Mapping[str, ParamFacts] = field(default_factory=dict)
+    adaptive: Mapping[str, str] = field(default_factory=dict)
 
     def model(self, name: str) -> ModelFacts:
         """The model ``name``'s facts."""
@@ -104,7 +107,8 @@ class ExperimentFacts:
                            for name, m in self.models.items()},
                 "comparisons": [[k, dict(v)] for k, v in self.comparisons.items()], "aliases": dict(self.aliases),
                 "pooling_unit": self.pooling_unit, "trials_field": self.trials_field, "trials_step": self.trials_step,
-                "agents": {name: _param_rows(params) for name, params in self.agents.items()}}
+                "agents": {name: _param_rows(params) for name, params in self.agents.items()},
+                "adaptive": dict(self.adaptive)}
 
     @classmethod
     def from_dict(cls, name: str, row: Mapping[str, Any]) -> ExperimentFacts:
@@ -115,7 +119,7 @@ class ExperimentFacts:
                   for m, given in row["models"].items()}
         return cls(name, models, {str(k): dict(v) for k, v in row["comparisons"]}, dict(row["aliases"]),
                    str(row["pooling_unit"]), row["trials_field"], int(row["trials_step"]),
-                   {agent: _params_of(rows) for agent, rows in row["agents"].items()})
+                   {agent: _params_of(rows) for agent, rows in row["agents"].items()}, dict(row["adaptive"]))
 
 
 def _param_rows(params: ParamFacts) -> list[list[Any]]:
@@ -151,7 +155,16 @@ def facts_of(exp: Any) -> ExperimentFacts:
     aliases = dict(getattr(exp.metrics, "aliases", None) or {})
     return ExperimentFacts(exp.name, {name: _model_facts(exp, name) for name in exp.models}, comparisons(exp),
                            aliases, str(exp.pooling_unit), exp.trials_field, _trials_step(exp),
-                           {name: _param_facts(agent.parameters) for name, agent in exp.agents.items()})
+                           {name: _param_facts(agent.parameters) for name, agent in exp.agents.items()},
+                           _adaptive_facts(exp))
+
+
+def _adaptive_facts(exp: Any) -> dict[str, str]:
+    """``{"model": NAME}`` of the model choosing ``exp``'s adaptive trials, or ``{"refused": WHY}``."""
+    from cogtestbed.experiments._adaptive import adaptive_refusal
+
+    refused = adaptive_refusal(exp)
+    return {"refused": refused} if refused is not None else {"model": str(exp.adaptive.model)}
 
 
 def _trials_step(exp: Any) -> int:

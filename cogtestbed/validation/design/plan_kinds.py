@@ -116,7 +116,7 @@ BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
              _run("cogtestbed.validation.design.adaptive_plan", "run_adaptive"),
              claims=lambda r: bool(r.adaptive_sessions.adaptive),
-             check=_check("cogtestbed.validation.design.adaptive_plan", "check_adaptive"),
+             check=_check("cogtestbed.validation.design.request_checks", "check_adaptive"),
              accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",
                                        "allow_unpriced", "model", "assume_reasoning_tokens", "reasoning_effort",
                                        "thinking_budget", "max_tokens", "temperature", "reask", "max_cost"},

@@ -322,3 +322,24 @@ def priced_llms(llms: list[str] | tuple[str, ...], prices: Any, allow_unpriced: 
         if one is not None and hidden is None and reasons(spec, budget):
             raise InputError(refusal(spec))
     return price
+
+
+def check_adaptive(exp: Any, req: Any) -> None:
+    """The ``adaptive`` kind's refusals from the request: an experiment whose trials cannot be chosen (a learning
+    task), a ``model`` other than the experiment's adaptive model (which the plan would have ignored), an LLM of no
+    known backend (before: "no price for ...") and an ``adaptive`` parameter its adaptive model lacks (before: after
+    "simulating ...").  ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.validation.design.facts`:
+    checked before the experiment is imported)."""
+    from cogtestbed.experiments._adaptive import adaptive_targets
+    from cogtestbed.validation.design.facts import facts_of
+
+    facts = facts_of(exp)
+    if "refused" in facts.adaptive:
+        raise InputError(facts.adaptive["refused"])
+    name = facts.adaptive["model"]
+    model = req.target.model
+    if model is not None and model != name:
+        raise InputError(f"`model` {model}: {facts.name}'s adaptive sessions are chosen and fitted with its adaptive "
+                         f"model {name}: give `model` {name} (or drop it)")
+    check_backends(req.llms.llm)
+    adaptive_targets(facts.name, name, facts.model(name).parameters.names, req.adaptive_sessions.adaptive)

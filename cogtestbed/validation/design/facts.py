@@ -71,7 +71,8 @@ class ExperimentFacts:
     (:func:`~cogtestbed.validation.studies.study_data.trials_step`; 0 where the count is not proportional); and
     each simulated agent's parameters (``agents``: the settings of a metric target, ``compare`` and ``params``);
     its adaptive sessions (``adaptive``: ``{"model": NAME}``, the model choosing the trials, or ``{"refused": WHY}``,
-    the line ``--adaptive`` is refused with)."""
+    the line ``--adaptive`` is refused with); the ``tests`` a test target names (its metrics' declared tests, else
+    its headline metrics)."""
 
     name: str
     models: Mapping[str, ModelFacts]
@@ -82,6 +83,7 @@ class ExperimentFacts:
     trials_step: int = 0
     agents: Mapping[str, ParamFacts] = field(default_factory=dict)
     adaptive: Mapping[str, str] = field(default_factory=dict)
+    tests: tuple[str, ...] = ()
 
     def model(self, name: str) -> ModelFacts:
         """The model ``name``'s facts."""
@@ -108,7 +110,7 @@ class ExperimentFacts:
                 "comparisons": [[k, dict(v)] for k, v in self.comparisons.items()], "aliases": dict(self.aliases),
                 "pooling_unit": self.pooling_unit, "trials_field": self.trials_field, "trials_step": self.trials_step,
                 "agents": {name: _param_rows(params) for name, params in self.agents.items()},
-                "adaptive": dict(self.adaptive)}
+                "adaptive": dict(self.adaptive), "tests": list(self.tests)}
 
     @classmethod
     def from_dict(cls, name: str, row: Mapping[str, Any]) -> ExperimentFacts:
@@ -119,7 +121,8 @@ class ExperimentFacts:
                   for m, given in row["models"].items()}
         return cls(name, models, {str(k): dict(v) for k, v in row["comparisons"]}, dict(row["aliases"]),
                    str(row["pooling_unit"]), row["trials_field"], int(row["trials_step"]),
-                   {agent: _params_of(rows) for agent, rows in row["agents"].items()}, dict(row["adaptive"]))
+                   {agent: _params_of(rows) for agent, rows in row["agents"].items()}, dict(row["adaptive"]),
+                   tuple(row["tests"]))
 
 
 def _param_rows(params: ParamFacts) -> list[list[Any]]:
@@ -156,7 +159,7 @@ def facts_of(exp: Any) -> ExperimentFacts:
     return ExperimentFacts(exp.name, {name: _model_facts(exp, name) for name in exp.models}, comparisons(exp),
                            aliases, str(exp.pooling_unit), exp.trials_field, _trials_step(exp),
                            {name: _param_facts(agent.parameters) for name, agent in exp.agents.items()},
-                           _adaptive_facts(exp))
+                           _adaptive_facts(exp), tuple(exp.metrics.tests) or tuple(exp.metrics.headline))
 
 
 def _adaptive_facts(exp: Any) -> dict[str, str]:

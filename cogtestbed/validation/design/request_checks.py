@@ -216,35 +216,56 @@ def check_sizes(facts: Any, req: PlanRequest, model_target: bool) -> None:
 
 
 def check_compare_settings(facts: Any, req: PlanRequest) -> None:
-    """Refuse, from the experiment's facts (before its module is imported), the settings of a metric target that
-    its simulation would refuse (the lines :func:`check_agent_settings` and the study's own check give): two
-    agents in ``compare``, a value outside its parameter's bounds (``compare`` on top of ``params``), a name
-    that is no parameter of the agent.  An agent the facts do not hold is left to the loaded experiment."""
-    tg = req.target
-    if tg.metric is None or tg.compare is None or tg.agent is not None:
-        return
+    """Refuse, from the experiment's facts (before its module is imported), the agent settings of a metric or test
+    target that its study would refuse (the lines :func:`check_agent_settings` and the study's own check give): two
+    agents in ``compare``, an agent the experiment lacks, a value outside its parameter's bounds (``compare`` or
+    ``agent`` on top of ``params``), a name that is no parameter of the agent, a test the metrics do not report."""
     from cogtestbed.parameters import parse_agent
 
-    (name_a, a), (name_b, b) = parse_agent(tg.compare[0]), parse_agent(tg.compare[1])
-    if name_a != name_b:
-        raise InputError(f"`compare` takes two settings of one agent, got {name_a!r} and {name_b!r}")
-    params = facts.agents.get(name_a)
-    if params is None:
-        return
+    tg = req.target
     given = assignments(req.simulated.params, "params")
-    bounds = {p.name: p for p in params}
-    for setting in (a, b):
-        for name, value in {**given, **setting}.items():
+    if tg.metric is not None and tg.compare is not None and tg.agent is None:
+        (name_a, a), (name_b, b) = parse_agent(tg.compare[0]), parse_agent(tg.compare[1])
+        if name_a != name_b:
+            raise InputError(f"`compare` takes two settings of one agent, got {name_a!r} and {name_b!r}")
+        _check_agent_facts(facts, "compare", name_a, given, [a, b])
+    elif tg.test is not None and tg.agent is not None and tg.compare is None and tg.metric is None:
+        name, params = parse_agent(tg.agent)
+        _check_agent_facts(facts, "agent", name, {**given, **params}, [])
+        _check_test_facts(facts, facts.resolve(tg.test))
+
+
+def _check_agent_facts(facts: Any, field_: str, agent: str, params: dict[str, Any],
+                       settings: list[dict[str, float]]) -> None:
+    """The agent ``agent`` of ``facts``, each of ``settings`` on top of ``params`` within its bounds, and every name
+    a parameter of the agent (in the order the loaded checks refuse them)."""
+    from cogtestbed.experiments._names import UnknownNameError
+
+    if agent not in facts.agents:
+        raise UnknownNameError("agent", agent, list(facts.agents), f"experiment {facts.name}")
+    bounds = {p.name: p for p in facts.agents[agent]}
+    for setting in settings or [{}]:
+        for name, value in {**params, **setting}.items():
             p = bounds.get(name)
             if p is not None and not p.lower <= float(value) <= p.upper:
-                raise InputError(f"`compare` {name_a}: {name}={float(value):g} is outside its bounds "
+                raise InputError(f"`{field_}` {agent}: {name}={float(value):g} is outside its bounds "
                                  f"[{p.lower:g}, {p.upper:g}]")
-    for setting in (given, a, b):
+    for setting in (params, *settings):
         bad = sorted(set(setting) - set(bounds))
         if bad:
             noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
             valid = ", ".join(sorted(bounds)) or "(none)"
-            raise InputError(f"{', '.join(bad)} {noun} of agent {name_a}; valid: {valid}")
+            raise InputError(f"{', '.join(bad)} {noun} of agent {agent}; valid: {valid}")
+
+
+def _check_test_facts(facts: Any, test: str) -> None:
+    """``test`` one the experiment's metrics report (its declared tests, else its headline metrics)."""
+    from cogtestbed.experiments._names import UnknownNameError
+
+    if test not in facts.tests:
+        aliases = ", ".join(f"{k} = {v}" for k, v in facts.aliases.items())
+        raise UnknownNameError("test", test, facts.tests,
+                               facts.name + (f" (the paper's names: {aliases})" if aliases else ""))
 
 
 def check_lapse_fit(req: PlanRequest) -> None:

@@ -189,6 +189,11 @@ FROM_FACTS: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      "got 'x'",
      "--assume-reasoning-tokens must be N or LOW:HIGH completion tokens per call (hidden ones included), positive, "
      "got 'x'"),
+    ("instrumental-learning", {"model": "rw-pm", "llm": "hf:tiny-random", "effect": {"optimism_bias": 0.2},
+                               "batch": True},
+     ["--model", "rw-pm", "--llm", "hf:tiny-random", "--effect", "optimism_bias=0.2", "--batch"],
+     "`batch` needs a hosted backend with a batch API (openai:, anthropic:), not hf:tiny-random",
+     "--batch needs a hosted backend with a batch API (openai:, anthropic:), not hf:tiny-random"),
     # a test target: its agent and the test the metrics report
     ("two-step", {"test": "nope", "agent": "hybrid:w=0.3", "llm": MINI},
      ["--test", "nope", "--agent", "hybrid:w=0.3", "--llm", MINI],

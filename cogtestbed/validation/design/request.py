@@ -283,12 +283,22 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     check_compare_settings(facts, req)
     check_design_trials(facts, req)
     check_lapse_fit(req)
-    if llms:  # the pricer's refusals: a price, the reasoning controls, a reasoning model's tokens per call
-        lm = req.llms
-        check_backends(llms)
-        hidden = hidden_tokens(llms, None, lm.assume_reasoning_tokens, lm.thinking_budget)
-        priced_llms(llms, lm.prices, lm.allow_unpriced, lm.reasoning_effort, lm.thinking_budget,
-                    hidden if req.simulated.pilot is None else "the pilot's")
+    if llms:
+        _check_llm_options(req, llms)
+
+
+def _check_llm_options(req: PlanRequest, llms: list[str]) -> None:
+    """The refusals of the LLM options that the request alone decides (the capability and price tables): a backend,
+    a price, the reasoning controls, a reasoning model's tokens per call (the pricer's), a batch API."""
+    from cogtestbed.llm_adapters.clients.backends import parse_spec, require_batch_api
+
+    lm = req.llms
+    check_backends(llms)
+    hidden = hidden_tokens(llms, None, lm.assume_reasoning_tokens, lm.thinking_budget)
+    priced_llms(llms, lm.prices, lm.allow_unpriced, lm.reasoning_effort, lm.thinking_budget,
+                hidden if req.simulated.pilot is None else "the pilot's")
+    for llm in llms if lm.batch else []:
+        require_batch_api(parse_spec(llm)[0], llm)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:

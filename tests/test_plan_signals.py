@@ -101,6 +101,16 @@ def test_stop_pool_leaves_no_manager_thread_for_the_exit_hook_to_wake() -> None:
 
 
 # ----------------------------------------------------------------------------- where a signal is raised (issue 71)
+def _as_file(filename: str, source: str) -> dict[str, Any]:
+    """``source`` run as the file ``filename`` (its lines served by linecache, as the handler reads them)."""
+    import linecache
+
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope: dict[str, Any] = {"sys": sys}
+    exec(compile(source, filename, "exec"), scope)
+    return scope
+
+
 def _frame_at(filename: str, line: int) -> Any:
     """A frame whose code reads as ``filename`` at ``line`` (how the handler sees the main thread it interrupted)."""
     code = compile("\n" * (line - 1) + "frame = sys._getframe()", filename, "exec")
@@ -116,34 +126,43 @@ def _line_of(module: Any, text: str) -> int:
     return next(i + 1 for i, line in enumerate(lines) if text in line)
 
 
+#: The command's own code, as the handler tells it (a file of the package).
+OWN = """
+def here():
+    return can_raise(sys._getframe())
+
+def forking():
+    return here()  # as called from os.fork( ): an exception raised in its hooks is printed and dropped
+
+class Finalised:
+    def __del__(self):
+        seen.append(here())
+"""
+
+
 def test_a_signal_is_raised_only_where_the_command_unwinds() -> None:
     """Raised in ``Condition.wait`` off its blocking acquire (between the release of its lock and the ``try`` that
     restores it), a SIGTERM's exception once became "RuntimeError: release unlocked lock"; in a fork hook or a
-    finaliser it was dropped (the plan ran on); in numba's Python code under its dispatcher, a SystemError."""
+    finaliser it was dropped (the plan ran on); under numba, llvmlite or pydantic, a SystemError, a segmentation
+    fault or a SchemaError."""
     import threading
 
     from cogtestbed.cli import signals
 
-    assert signals._can_raise(sys._getframe())  # the command's own code
+    own = _as_file(os.path.join(signals._PACKAGE, "signals_test_own.py"), OWN)
+    own.update(can_raise=signals._can_raise, seen=[])
+    assert own["here"]()  # the command's own code
+    assert not own["forking"]()  # under an os.fork hook
+    own["Finalised"]().__del__()  # once called, once collected: a finaliser's exception is dropped
+    assert own["seen"] and not any(own["seen"])
     assert signals._can_raise(_frame_at(threading.__file__, _line_of(threading, "waiter.acquire()")))
     released = _line_of(threading, "saved_state = self._release_save()")
     assert not signals._can_raise(_frame_at(threading.__file__, released))
     assert not signals._can_raise(_frame_at(os.path.join(os.path.dirname(os.__file__), "logging", "__init__.py"), 1))
-    assert not signals._can_raise(_frame_at(os.path.join("site-packages", "numba", "core", "typing", "typeof.py"), 1))
-
-    def hook() -> bool:
-        return signals._can_raise(sys._getframe())
-
-    def forking() -> bool:
-        return hook()  # as from os.fork( ): an exception raised in its hooks is printed and dropped
-
-    class Finalised:
-        def __del__(self) -> None:
-            seen.append(hook())
-
-    seen: list[bool] = []
-    Finalised().__del__()  # once called, once collected
-    assert hook() and not forking() and seen and not any(seen)
+    assert not signals._can_raise(_frame_at(os.path.join("site-packages", "numba", "core", "typeof.py"), 1))
+    assert not signals._can_raise(sys._getframe())  # another package's code (this test's)
+    under = _as_file(os.path.join("site-packages", "pydantic", "_internal", "fake.py"), "def call(f):\n    return f()")
+    assert not under["call"](own["here"])  # the command's code called from pydantic's
 
 
 def test_a_signal_off_a_safe_place_is_raised_once_the_main_thread_reaches_one() -> None:
@@ -152,14 +171,15 @@ def test_a_signal_off_a_safe_place_is_raised_once_the_main_thread_reaches_one() 
     from cogtestbed.cli import signals
 
     inside = _frame_at(threading.__file__, _line_of(threading, "saved_state = self._release_save()"))
+    own = _frame_at(os.path.join(signals._PACKAGE, "signals_test_own.py"), 1)
     with signals.handle_signals():
         signals._handle(signal.SIGTERM, inside)  # deferred: a retry armed, nothing raised
         assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] <= signals.RETRY_S
         with pytest.raises(signals.Terminated) as raised:
-            signals._handle(signal.SIGALRM, sys._getframe())
+            signals._handle(signal.SIGALRM, own)
         assert raised.value.code == 128 + signal.SIGTERM
         assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
-        signals._handle(signal.SIGTERM, sys._getframe())  # a second signal while the first unwinds: not raised
+        signals._handle(signal.SIGTERM, own)  # a second signal while the first unwinds: not raised
     assert signal.getsignal(signal.SIGTERM) is not signals._handle
 
 

@@ -8,16 +8,17 @@ standard library's lock, fork and logging machinery: raised in ``Condition.wait`
 and the ``try`` that restores it, the exception became ``RuntimeError: release unlocked lock`` at the ``with``
 that released it again (a traceback; issue 71: 1 plan in 8); raised in a fork hook (logging's ``_releaseLock``,
 the collector's, run by ``os.fork`` while a plan starts its workers) it was printed as "Exception ignored" and
-lost, and the plan ran on to its end with status 0; raised in numba's Python code under its dispatcher, it became
-"SystemError: ... returned a result with an exception set".
+lost, and the plan ran on to its end with status 0; raised in numba's Python code under its dispatcher, in an
+llvmlite callback or in pydantic's schema build, it became "SystemError: ... returned a result with an exception
+set", a segmentation fault, or a ``SchemaError``.
 
-:func:`handle_signals` installs handlers that raise only in the command's own code (or a library's) or in a
+:func:`handle_signals` installs handlers that raise only in the command's own code or in a standard-library
 blocking wait made to be interrupted (``Condition.wait``'s acquire, under every ``Future.result``,
-``concurrent.futures.wait`` and ``Event.wait``; a thread's join), and not under a fork hook or a finaliser:
-elsewhere they try again every :data:`RETRY_S` (SIGALRM) until the main thread is in such a place.  A signal
-that finds none within :data:`GIVE_UP_S` ends the process at once with its line and status (worker processes die
-with their parent: ``PR_SET_PDEATHSIG``).  A second signal while the first unwinds is not raised into the
-clean-up.
+``concurrent.futures.wait`` and ``Event.wait``; a thread's join), and not under a fork hook, a finaliser, or a
+library whose compiled code calls Python (numba, llvmlite, pydantic): elsewhere they try again every
+:data:`RETRY_S` (SIGALRM) until the main thread is in such a place.  A signal that finds none within
+:data:`GIVE_UP_S` ends the process at once with its line and status (worker processes die with their parent:
+``PR_SET_PDEATHSIG``).  A second signal while the first unwinds is not raised into the clean-up.
 """
 
 from __future__ import annotations
@@ -43,9 +44,13 @@ GIVE_UP_S = 3.0
 #: bpo-45274).  Anywhere else in it (a lock's release and restore, a fork hook, a queue's bookkeeping) the signal
 #: waits.
 _WAITS = ("waiter.acquire(", "lock.acquire(block, timeout)")
-#: Packages whose Python code their own C code calls and reads no exception from (numba's dispatcher: "returned a
-#: result with an exception set").
-_NO_RAISE = ("numba", "llvmlite")
+#: Packages whose C (or Rust) code calls Python code and reads no exception from it, or turns it into another
+#: error: numba's dispatcher ("returned a result with an exception set", a segmentation fault), llvmlite's ctypes
+#: callbacks ("Exception ignored"), pydantic-core building a schema (a ``SchemaError``).  No frame of the
+#: interrupted stack may be theirs.
+_NO_RAISE = ("numba", "llvmlite", "pydantic", "pydantic_core")
+#: The command's own code: the one place besides :data:`_WAITS` where a signal's exception is raised.
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 #: A line of an outer frame marking a call whose Python callbacks' exceptions are printed and dropped (``os.fork``'s
 #: hooks: logging's ``_releaseLock``, :func:`cogtestbed.collector.resume_collection`).
 _DROPPED = ("os.fork(",)
@@ -69,30 +74,41 @@ class _State:
 def _line(frame: FrameType) -> str:
     import linecache
 
-    return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    lineno = frame.f_lineno  # None inside some C-level calls (a frame's line -1)
+    return "" if lineno is None else linecache.getline(frame.f_code.co_filename, lineno)
 
 
 def _raises_here(frame: FrameType) -> bool:
     """Whether an exception raised in ``frame`` (where the signal interrupted the main thread) unwinds: the
-    command's own code or a library's, not the standard library off its waits (:data:`_WAITS`) nor a package of
-    :data:`_NO_RAISE`."""
+    command's own code (:data:`_PACKAGE`) or a blocking wait of the standard library (:data:`_WAITS`), nowhere
+    else (another library's code may be called from C that drops or rewrites the exception)."""
     name = frame.f_code.co_filename
+    if name.startswith(_PACKAGE):
+        return True
     stdlib = os.path.dirname(os.__file__) + os.sep
-    if name.startswith(stdlib) and "site-packages" not in name:
-        return any(wait in _line(frame) for wait in _WAITS)
-    return not any(f"{os.sep}{package}{os.sep}" in name for package in _NO_RAISE)
+    return name.startswith(stdlib) and "site-packages" not in name and any(wait in _line(frame) for wait in _WAITS)
 
 
 def _can_raise(frame: FrameType | None) -> bool:
     """Whether the signal's exception can be raised in ``frame`` (:func:`_raises_here`) and reaches the command: no
-    outer frame drops it (a finaliser, an ``os.fork`` hook: :data:`_DROPPED`)."""
+    frame of the stack drops it (a finaliser, an ``os.fork`` hook: :data:`_DROPPED`) or is a package of
+    :data:`_NO_RAISE`."""
     if frame is None:
         return True
-    if not _raises_here(frame):
+    try:
+        return _raises_here(frame) and _reaches_command(frame)
+    except Exception:  # a frame the checks cannot read: wait for the next one
         return False
+
+
+def _reaches_command(frame: FrameType) -> bool:
+    """Whether no frame from ``frame`` out drops an exception or is a package of :data:`_NO_RAISE`."""
     seen: FrameType | None = frame
     while seen is not None:
-        if seen.f_code.co_name == "__del__" or (seen is not frame and any(d in _line(seen) for d in _DROPPED)):
+        name = seen.f_code.co_filename
+        if seen.f_code.co_name == "__del__" or any(f"{os.sep}{package}{os.sep}" in name for package in _NO_RAISE):
+            return False
+        if seen is not frame and any(dropped in _line(seen) for dropped in _DROPPED):
             return False
         seen = seen.f_back
     return True

@@ -181,6 +181,11 @@ def test_a_signal_off_a_safe_place_is_raised_once_the_main_thread_reaches_one() 
         assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
         signals._handle(signal.SIGTERM, own)  # a second signal while the first unwinds: not raised
     assert signal.getsignal(signal.SIGTERM) is not signals._handle
+    assert signals.late_signal() is None  # raised: nothing left for the command line
+    with signals.handle_signals():
+        signals._handle(signal.SIGTERM, inside)  # the command ends before the main thread reaches a safe place
+    assert signals.late_signal() == signal.SIGTERM  # its line and status all the same
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # no retry outlives the block
 
 
 SMALL_PLAN = ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.3", "--llm",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 import warnings
@@ -39,7 +40,14 @@ from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402
 from cogtestbed.cli.app import app, console_err, is_user_error
 from cogtestbed.cli.options import as_flags
-from cogtestbed.cli.signals import SIGINT_STATUS, SIGTERM_STATUS, Terminated, handle_signals, interrupted
+from cogtestbed.cli.signals import (
+    SIGINT_STATUS,
+    SIGTERM_STATUS,
+    Terminated,
+    handle_signals,
+    interrupted,
+    late_signal,
+)
 from cogtestbed.errors import one_line, printable
 from cogtestbed.redact import redact
 
@@ -164,6 +172,11 @@ def main(quick_exit: bool = False) -> None:
     sys.excepthook = _redacted_traceback
     with handle_signals():  # SIGTERM and SIGINT raised only where the command can unwind
         code = run_cli()
+    late = late_signal()
+    if late is not None:  # it came as the command finished: its line and status all the same
+        terminated = late == signal.SIGTERM
+        _error("terminated" if terminated else "interrupted")
+        code = SIGTERM_STATUS if terminated else SIGINT_STATUS
     if quick_exit:
         exit_process(code)
     sys.exit(code)

@@ -18,7 +18,9 @@ blocking wait made to be interrupted (``Condition.wait``'s acquire, under every 
 library whose compiled code calls Python (numba, llvmlite, pydantic): elsewhere they try again every
 :data:`RETRY_S` (SIGALRM) until the main thread is in such a place.  A signal that finds none within
 :data:`GIVE_UP_S` ends the process at once with its line and status (worker processes die with their parent:
-``PR_SET_PDEATHSIG``).  A second signal while the first unwinds is not raised into the clean-up.
+``PR_SET_PDEATHSIG``); one that finds none before the command ends (it was finishing in a library's code) gives
+its line and status all the same (:func:`late_signal`).  A second signal while the first unwinds is not raised
+into the clean-up.
 """
 
 from __future__ import annotations
@@ -142,6 +144,13 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def late_signal() -> int | None:
+    """The signal that came during the last :func:`handle_signals` block but found no place to raise before the
+    command ended (it was finishing in a library's code): the command line then prints its line and exits with its
+    status all the same (None: no such signal)."""
+    return _State.pending if not _State.raised else None
+
+
 def interrupted() -> bool:
     """Whether the command was interrupted by SIGINT inside :func:`handle_signals` (typer answers the
     :class:`KeyboardInterrupt` with exit status 130 and no line: the command line then prints its own)."""
@@ -163,4 +172,5 @@ def handle_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-__all__ = ["GIVE_UP_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals", "interrupted"]
+__all__ = ["GIVE_UP_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals", "interrupted",
+           "late_signal"]

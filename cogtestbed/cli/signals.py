@@ -16,11 +16,11 @@ set", a segmentation fault, or a ``SchemaError``.
 blocking wait made to be interrupted (``Condition.wait``'s acquire, under every ``Future.result``,
 ``concurrent.futures.wait`` and ``Event.wait``; a thread's join), and not under a fork hook, a finaliser, or a
 library whose compiled code calls Python (numba, llvmlite, pydantic): elsewhere they try again every
-:data:`RETRY_S` (SIGALRM) until the main thread is in such a place.  A signal that finds none within
-:data:`GIVE_UP_S` ends the process at once with its line and status (worker processes die with their parent:
-``PR_SET_PDEATHSIG``); one that finds none before the command ends (it was finishing in a library's code) gives
-its line and status all the same (:func:`late_signal`).  A second signal while the first unwinds is not raised
-into the clean-up.
+:data:`RETRY_S` (SIGALRM) until the main thread is in such a place (after :data:`RELAX_S`, any library's code
+but those).  A signal that finds none within :data:`GIVE_UP_S` ends the process at once with its line and
+status (worker processes die with their parent: ``PR_SET_PDEATHSIG``); one that finds none before the command
+ends (it was finishing in a library's code) gives its line and status all the same (:func:`late_signal`).  A
+second signal while the first unwinds is not raised into the clean-up.
 """
 
 from __future__ import annotations
@@ -38,8 +38,12 @@ SIGTERM_STATUS = 128 + signal.SIGTERM
 SIGINT_STATUS = 128 + signal.SIGINT
 #: Seconds between two tries to raise a signal that came where an exception cannot unwind.
 RETRY_S = 0.02
+#: Seconds after which a signal is raised in another library's code too (still never in the standard library off
+#: its waits, nor under a package of :data:`_NO_RAISE`, a fork hook or a finaliser): the main thread may spend
+#: seconds in a library's functions (importing, reading a table).
+RELAX_S = 1.0
 #: Seconds a signal waits for a place to raise before the process ends at once.
-GIVE_UP_S = 3.0
+GIVE_UP_S = 5.0
 
 #: Lines of the standard library where an exception raised by a signal unwinds cleanly: the blocking acquires made
 #: to be interrupted (``Condition.wait``'s, restored in its ``finally``; ``Thread._wait_for_tstate_lock``'s,
@@ -80,25 +84,29 @@ def _line(frame: FrameType) -> str:
     return "" if lineno is None else linecache.getline(frame.f_code.co_filename, lineno)
 
 
-def _raises_here(frame: FrameType) -> bool:
+def _raises_here(frame: FrameType, relaxed: bool = False) -> bool:
     """Whether an exception raised in ``frame`` (where the signal interrupted the main thread) unwinds: the
-    command's own code (:data:`_PACKAGE`) or a blocking wait of the standard library (:data:`_WAITS`), nowhere
-    else (another library's code may be called from C that drops or rewrites the exception)."""
+    command's own code (:data:`_PACKAGE`), a module's top level as it is imported (the import fails with it), or a
+    blocking wait of the standard library (:data:`_WAITS`); ``relaxed`` (after :data:`RELAX_S`), any code outside
+    the standard library too (another library's functions may be called from C that drops or rewrites the
+    exception: first wait for a surer place)."""
     name = frame.f_code.co_filename
-    if name.startswith(_PACKAGE):
+    if name.startswith(_PACKAGE) or frame.f_code.co_name == "<module>":  # a module's own top level: an import fails
         return True
     stdlib = os.path.dirname(os.__file__) + os.sep
-    return name.startswith(stdlib) and "site-packages" not in name and any(wait in _line(frame) for wait in _WAITS)
+    if name.startswith(stdlib) and "site-packages" not in name:
+        return any(wait in _line(frame) for wait in _WAITS)
+    return relaxed and not name.startswith("<")  # not a frozen module (importlib's locks)
 
 
-def _can_raise(frame: FrameType | None) -> bool:
+def _can_raise(frame: FrameType | None, relaxed: bool = False) -> bool:
     """Whether the signal's exception can be raised in ``frame`` (:func:`_raises_here`) and reaches the command: no
     frame of the stack drops it (a finaliser, an ``os.fork`` hook: :data:`_DROPPED`) or is a package of
     :data:`_NO_RAISE`."""
     if frame is None:
         return True
     try:
-        return _raises_here(frame) and _reaches_command(frame)
+        return _raises_here(frame, relaxed) and _reaches_command(frame)
     except Exception:  # a frame the checks cannot read: wait for the next one
         return False
 
@@ -132,8 +140,9 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     pending = _State.pending
     if pending is None:  # a stray SIGALRM
         return
-    if not _can_raise(frame):
-        if time.monotonic() - _State.since >= GIVE_UP_S:
+    waited = time.monotonic() - _State.since
+    if not _can_raise(frame, relaxed=waited >= RELAX_S):
+        if waited >= GIVE_UP_S:
             _exit_now(pending)
         signal.setitimer(signal.ITIMER_REAL, RETRY_S)
         return
@@ -172,5 +181,5 @@ def handle_signals() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-__all__ = ["GIVE_UP_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals", "interrupted",
-           "late_signal"]
+__all__ = ["GIVE_UP_S", "RELAX_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals",
+           "interrupted", "late_signal"]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import threading
 import warnings
@@ -44,9 +43,10 @@ from cogtestbed.cli.signals import (
     SIGINT_STATUS,
     SIGTERM_STATUS,
     Terminated,
+    ending,
     handle_signals,
     interrupted,
-    late_signal,
+    received_signal,
 )
 from cogtestbed.errors import one_line, printable
 from cogtestbed.redact import redact
@@ -172,11 +172,10 @@ def main(quick_exit: bool = False) -> None:
     sys.excepthook = _redacted_traceback
     with handle_signals():  # SIGTERM and SIGINT raised only where the command can unwind
         code = run_cli()
-    late = late_signal()
-    if late is not None:  # it came as the command finished: its line and status all the same
-        terminated = late == signal.SIGTERM
-        _error("terminated" if terminated else "interrupted")
-        code = SIGTERM_STATUS if terminated else SIGINT_STATUS
+    received = received_signal()
+    if received is not None and code != ending(received)[1]:  # never raised, or swallowed: its line and status
+        word, code = ending(received)
+        _error(word)
     if quick_exit:
         exit_process(code)
     sys.exit(code)

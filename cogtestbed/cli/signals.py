@@ -19,8 +19,9 @@ library whose compiled code calls Python (numba, llvmlite, pydantic): elsewhere 
 :data:`RETRY_S` (SIGALRM) until the main thread is in such a place (after :data:`RELAX_S`, any library's code
 but those).  A signal that finds none within :data:`GIVE_UP_S` ends the process at once with its line and
 status (worker processes die with their parent: ``PR_SET_PDEATHSIG``); one that finds none before the command
-ends (it was finishing in a library's code) gives its line and status all the same (:func:`late_signal`).  A
-second signal while the first unwinds is not raised into the clean-up.
+ends (it was finishing in a library's code), or whose exception a library swallows, gives its line and status
+all the same (:func:`received_signal`; a command still running :data:`GIVE_UP_S` after the exception was raised
+ends at once).  A second signal while the first unwinds is not raised into the clean-up.
 """
 
 from __future__ import annotations
@@ -124,16 +125,24 @@ def _reaches_command(frame: FrameType) -> bool:
     return True
 
 
+def ending(signum: int) -> tuple[str, int]:
+    """The line's word and the exit status of a command ended by ``signum`` (SIGTERM, else SIGINT)."""
+    return ("terminated", SIGTERM_STATUS) if signum == signal.SIGTERM else ("interrupted", SIGINT_STATUS)
+
+
 def _exit_now(signum: int) -> None:
-    """End the process at once: the signal's line and status (no place to raise it was reached)."""
-    word, status = ("terminated", SIGTERM_STATUS) if signum == signal.SIGTERM else ("interrupted", SIGINT_STATUS)
+    """End the process at once: the signal's line and status (no place to raise it was reached, or its exception
+    was swallowed by a library's bare ``except``)."""
+    word, status = ending(signum)
     os.write(2, f"error: {word}\n".encode())
     os._exit(status)
 
 
 def _handle(signum: int, frame: FrameType | None) -> None:
     """SIGTERM, SIGINT and the retries' SIGALRM: raise the pending signal's exception where it can unwind."""
-    if _State.raised:
+    if _State.raised:  # unwinding; a retry's alarm this long after: its exception was swallowed on the way
+        if signum == signal.SIGALRM and _State.pending is not None:
+            _exit_now(_State.pending)
         return
     if signum != signal.SIGALRM and _State.pending is None:
         _State.pending, _State.since = signum, time.monotonic()
@@ -146,18 +155,18 @@ def _handle(signum: int, frame: FrameType | None) -> None:
             _exit_now(pending)
         signal.setitimer(signal.ITIMER_REAL, RETRY_S)
         return
-    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.setitimer(signal.ITIMER_REAL, GIVE_UP_S)  # the command unwinds within it, else ends at once
     _State.raised = True
     if pending == signal.SIGTERM:
         raise Terminated()
     raise KeyboardInterrupt
 
 
-def late_signal() -> int | None:
-    """The signal that came during the last :func:`handle_signals` block but found no place to raise before the
-    command ended (it was finishing in a library's code): the command line then prints its line and exits with its
-    status all the same (None: no such signal)."""
-    return _State.pending if not _State.raised else None
+def received_signal() -> int | None:
+    """The signal that came during the last :func:`handle_signals` block (None: none).  Where the command's status
+    is not that signal's (:func:`ending`), it found no place to raise before the command ended, or a library
+    swallowed its exception: the command line prints its line and exits with its status all the same."""
+    return _State.pending
 
 
 def interrupted() -> bool:
@@ -182,4 +191,4 @@ def handle_signals() -> Iterator[None]:
 
 
 __all__ = ["GIVE_UP_S", "RELAX_S", "RETRY_S", "SIGINT_STATUS", "SIGTERM_STATUS", "Terminated", "handle_signals",
-           "interrupted", "late_signal"]
+           "ending", "interrupted", "received_signal"]

@@ -8,10 +8,10 @@ a traceback, or planned something other than what was asked (an option dropped, 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from cold_cli import HEAVY, assert_refused_cold
+from cold_cli import HEAVY, assert_refused_cold, cold
 from conftest import never
 
 import cogtestbed as ct
@@ -26,6 +26,10 @@ KINDS = "forms, adaptive, precision, sequential, hierarchical, power, monitor"
 TWO_STEP_CLI = ["--metric", "model_basedness", "--compare", "hybrid:w=0.3", "hybrid:w=0.7", "--llm", LLMS[0],
                 "--llm", LLMS[1]]
 
+UNREACHABLE = ("no trial count in '{1}' is reachable: instrumental-learning's visits_per_casino scales a session in "
+               "steps of 4 trials")
+NOT_POOLED = ("experiment instrumental-learning pools subjects, not sessions: {} needs an experiment whose pooling "
+              "unit is the session")
 #: (experiment, ct.plan's keywords, the command line's options, the exact refusal of the library, of the CLI).
 REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
     # an effect erased: --param fixes, for every simulated subject, a parameter the effect moves
@@ -118,6 +122,97 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      "--effect optimism_bias=0 is no effect: every design detects it at the test's level, never at a power; give a "
      "nonzero size"),
 ]
+#: Refused from the shipped facts or the request alone, before the experiment's import (before: after it, 2.6 s).
+FROM_FACTS: list[tuple[str, dict[str, Any], list[str], str, str]] = [
+    # sizes the design cannot take
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7"], UNREACHABLE.format("`trials`", "7:7"),
+     UNREACHABLE.format("--trials", "7:7")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": (5, 7), "looks": 3},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "5:7", "--looks", "3"],
+     UNREACHABLE.format("`trials`", "5:7"), UNREACHABLE.format("--trials", "5:7")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7, "monitor": True},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7", "--monitor"],
+     UNREACHABLE.format("`trials`", "7:7"), UNREACHABLE.format("--trials", "7:7")),
+    ("collider", {"model": "cbn-3p", "llm": MINI, "effect": {"m": 0.1}, "trials": 10},
+     ["--model", "cbn-3p", "--llm", MINI, "--effect", "m=0.1", "--trials", "10"],
+     "experiment collider has a fixed number of trials per run (no trials field)",
+     "experiment collider has a fixed number of trials per run (no trials field)"),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "runs": 3},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--runs", "3"], NOT_POOLED.format("`runs`"),
+     NOT_POOLED.format("--runs")),
+    ("instrumental-learning", {"model": "rw-pm", "precision": {"beta": 0.1}, "runs": 2},
+     ["--model", "rw-pm", "--precision", "beta=0.1", "--runs", "2"], NOT_POOLED.format("`runs`"),
+     NOT_POOLED.format("--runs")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "runs": 3, "monitor": True},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--runs", "3", "--monitor"], NOT_POOLED.format("`runs`"),
+     NOT_POOLED.format("--runs")),
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "design": {"visits_per_casino": [12, 24]},
+                               "trials": 96},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--design", "visits_per_casino=12,24", "--trials", "96"],
+     "`trials` and a `design` list both size the run; give one of them",
+     "--trials and a --design list both size the run; give one of them"),
+    # a metric target's settings: one agent, its parameters (names and bounds), no lapse fit (no model is fitted)
+    ("two-step", {**TWO_STEP, "compare": ("model-free:alpha=0.3", "hybrid:w=0.7")},
+     [*TWO_STEP_CLI[:2], "--compare", "model-free:alpha=0.3", "hybrid:w=0.7", *TWO_STEP_CLI[5:]],
+     "`compare` takes two settings of one agent, got 'model-free' and 'hybrid'",
+     "--compare takes two settings of one agent, got 'model-free' and 'hybrid'"),
+    ("two-step", {**TWO_STEP, "params": {"nope": 1.0}}, [*TWO_STEP_CLI, "--param", "nope=1"],
+     "nope is not a parameter of agent hybrid; valid: alpha, beta, lam, persev, w",
+     "nope is not a parameter of agent hybrid; valid: alpha, beta, lam, persev, w"),
+    ("two-step", {**TWO_STEP, "compare": ("hybrid:w=0.3,zz=1,aa=2", "hybrid:w=0.7")},
+     [*TWO_STEP_CLI[:2], "--compare", "hybrid:w=0.3,zz=1,aa=2", "hybrid:w=0.7", *TWO_STEP_CLI[5:]],
+     "aa, zz are not parameters of agent hybrid; valid: alpha, beta, lam, persev, w",
+     "aa, zz are not parameters of agent hybrid; valid: alpha, beta, lam, persev, w"),
+    ("two-step", {**TWO_STEP, "lapse_fit": "fit"}, [*TWO_STEP_CLI, "--lapse-fit", "fit"],
+     "`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and `effect`",
+     "--lapse-fit sets how a model target's per-subject MLE is fitted: it goes with --model and --effect"),
+    # the LLM options the pricer refuses: the request alone decides them (the capability and price tables)
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "reasoning_effort": "low"},
+     [*RW_CLI, "--effect", "optimism_bias=0.2", "--reasoning-effort", "low"],
+     "`reasoning_effort`: openai:gpt-4o-mini takes no reasoning_effort (capability table row 'openai:*': reasoning "
+     "none); drop it",
+     "--reasoning-effort: openai:gpt-4o-mini takes no reasoning_effort (capability table row 'openai:*': reasoning "
+     "none); drop it"),
+    ("instrumental-learning", {"model": "rw-pm", "llm": "openai:o3-mini", "effect": {"optimism_bias": 0.2}},
+     ["--model", "rw-pm", "--llm", "openai:o3-mini", "--effect", "optimism_bias=0.2"],
+     "openai:o3-mini is a reasoning model: it bills hidden reasoning tokens as output, often many times the answer's, "
+     "so its cost cannot be priced from the prompts; give `pilot` DIR (a run of it: its tokens per call are measured) "
+     "or `assume_reasoning_tokens` N (or LOW:HIGH) completion tokens per call",
+     "openai:o3-mini is a reasoning model: it bills hidden reasoning tokens as output, often many times the answer's, "
+     "so its cost cannot be priced from the prompts; give --pilot DIR (a run of it: its tokens per call are measured) "
+     "or --assume-reasoning-tokens N (or LOW:HIGH) completion tokens per call"),
+    ("instrumental-learning", {"model": "rw-pm", "llm": "openai:o3-mini", "effect": {"optimism_bias": 0.2},
+                               "assume_reasoning_tokens": "x"},
+     ["--model", "rw-pm", "--llm", "openai:o3-mini", "--effect", "optimism_bias=0.2", "--assume-reasoning-tokens", "x"],
+     "`assume_reasoning_tokens` must be N or LOW:HIGH completion tokens per call (hidden ones included), positive, "
+     "got 'x'",
+     "--assume-reasoning-tokens must be N or LOW:HIGH completion tokens per call (hidden ones included), positive, "
+     "got 'x'"),
+    ("instrumental-learning", {"model": "rw-pm", "llm": "hf:tiny-random", "effect": {"optimism_bias": 0.2},
+                               "batch": True},
+     ["--model", "rw-pm", "--llm", "hf:tiny-random", "--effect", "optimism_bias=0.2", "--batch"],
+     "`batch` needs a hosted backend with a batch API (openai:, anthropic:), not hf:tiny-random",
+     "--batch needs a hosted backend with a batch API (openai:, anthropic:), not hf:tiny-random"),
+    # a test target: its agent and the test the metrics report
+    ("two-step", {"test": "nope", "agent": "hybrid:w=0.3", "llm": MINI},
+     ["--test", "nope", "--agent", "hybrid:w=0.3", "--llm", MINI],
+     "unknown test 'nope' for two-step; choose one of: model_basedness, performance",
+     "unknown test 'nope' for two-step; choose one of: model_basedness, performance"),
+    ("two-step", {"test": "performance", "agent": "nope:w=0.3", "llm": MINI},
+     ["--test", "performance", "--agent", "nope:w=0.3", "--llm", MINI],
+     "unknown agent 'nope' for experiment two-step; choose one of: hybrid, model-based, model-free, random",
+     "unknown agent 'nope' for experiment two-step; choose one of: hybrid, model-based, model-free, random"),
+    ("two-step", {"test": "performance", "agent": "hybrid:w=3", "llm": MINI},
+     ["--test", "performance", "--agent", "hybrid:w=3", "--llm", MINI],
+     "`agent` hybrid: w=3 is outside its bounds [0, 1]", "--agent hybrid: w=3 is outside its bounds [0, 1]"),
+    # an adaptive parameter its adaptive model lacks (before: refused after "simulating 200 subjects ...")
+    ("temporal-discounting", {"model": "hyperbolic", "precision": {"k": 0.1}, "adaptive": "nope"},
+     ["--model", "hyperbolic", "--precision", "k=0.1", "--adaptive", "nope"],
+     "`adaptive` nope: the temporal-discounting adaptive model 'hyperbolic' has parameters k, temperature (or 'all')",
+     "--adaptive nope: the temporal-discounting adaptive model 'hyperbolic' has parameters k, temperature (or 'all')"),
+]
+REFUSED += FROM_FACTS
 
 
 @pytest.mark.parametrize(("experiment", "api", "cli", "message", "cli_message"), REFUSED,
@@ -127,7 +222,7 @@ def test_a_request_no_plan_answers_as_asked_is_refused_at_once(
         capsys: pytest.CaptureFixture[str]) -> None:
     ct.get_experiment(experiment)  # the experiment's import is no part of the check
     start = time.perf_counter()
-    with pytest.raises(ct.InputError) as refused:
+    with pytest.raises((ct.InputError, ct.UnknownNameError)) as refused:  # an unknown name: the registry's error
         ct.plan(experiment, **api)
     took = time.perf_counter() - start
     assert str(refused.value) == message
@@ -172,6 +267,12 @@ COLD = [
     ["two-step", *TWO_STEP_CLI, "--subjects", "10:20"],
     ["instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--llm", LLMS[0], "--llm", LLMS[1]],
     ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--forms", "1,2"],
+    *([experiment, *cli] for experiment, _, cli, _, _ in FROM_FACTS),
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--design", "visits_per_casino=12", "--trials",
+     "96"],
+    ["two-step", *TWO_STEP_CLI[:2], "--compare", "hybrid:w=0.3", "hybrid:w=7", *TWO_STEP_CLI[5:]],
+    ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--lapse-fit", "fixed=1.5"],
+    ["instrumental-learning", "--model", "rw-pm", "--precision", "beta=0.1", "--adaptive", "beta"],
 ]
 
 
@@ -179,6 +280,60 @@ def test_these_refusals_import_nothing_heavy() -> None:
     """Each refusal above, from a cold command line, before the sequential planner or any numerical library is
     imported."""
     assert_refused_cold(COLD, (*HEAVY, "cogtestbed.validation.design.seqplan"))
+def test_a_size_refusal_from_the_facts_takes_well_under_a_second_of_cpu_cold() -> None:
+    """``--trials 7`` (unreachable) from a fresh process: under 1 s of CPU (before: 1.9 s, the experiment imported)."""
+    code = "import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))"
+    done, cpu = cold(code, "plan", "instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [f"error: {UNREACHABLE.format('--trials', '7:7')}"]
+    assert cpu < 1.0, cpu
+
+
+@pytest.mark.parametrize(("experiment", "options"), [
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": "6:8"}),  # 8 is reachable
+    ("two-step", {"model": "hybrid", "llm": MINI, "effect": {"w": 0.2}, "runs": 3}),  # two-step pools sessions
+    ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7,
+                               "design": {"randomise_order": False}}),  # a design given: the loaded one decides
+])
+def test_sizes_the_design_takes_pass_the_facts(experiment: str, options: dict[str, Any]) -> None:
+    from cogtestbed.request import build_grouped
+    from cogtestbed.validation.design.plan_kinds import check_before_import
+    from cogtestbed.validation.design.plan_options import PlanRequest
+
+    check_before_import(experiment, build_grouped(PlanRequest, {}, {**options, "experiment": experiment}))
+
+
+def test_the_facts_refuse_the_trials_the_loaded_experiment_refuses() -> None:
+    """For every package experiment with a trials field, one trial more than its step: the facts' refusal is the
+    design space's (:func:`~cogtestbed.validation.design.space.trials_values`), word for word."""
+    from types import SimpleNamespace
+
+    from cogtestbed.request import build_grouped
+    from cogtestbed.validation.design.facts import shipped_facts
+    from cogtestbed.validation.design.plan_options import PlanRequest
+    from cogtestbed.validation.design.request_checks import check_sizes
+    from cogtestbed.validation.design.sizes import Sizes
+    from cogtestbed.validation.design.space import trials_values
+
+    checked, spec = 0, cast(Any, SimpleNamespace(design={}))  # trials_values reads the study's design alone
+    for name in ct.experiments():
+        facts = shipped_facts(name)
+        assert facts is not None
+        if facts.trials_field is None or facts.trials_step < 2:
+            continue
+        bad = facts.trials_step + 1
+        req = build_grouped(PlanRequest, {}, {"experiment": name, "trials": bad})
+        with pytest.raises(ct.InputError) as from_facts:
+            check_sizes(facts, req, False)
+        with pytest.raises(ct.InputError) as loaded:
+            trials_values(spec, ct.get_experiment(name), Sizes.of(bad, "trials"))
+        assert str(from_facts.value) == str(loaded.value)
+        check_sizes(facts, build_grouped(PlanRequest, {}, {"experiment": name, "trials": 2 * facts.trials_step}),
+                    False)
+        checked += 1
+    assert checked >= 4
+
+
 def test_the_trials_field_fixed_and_trials_searched_are_refused(no_simulation: None,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Before, ``--trials 96`` silently replaced ``--design visits_per_casino=12`` (24 visits were planned)."""

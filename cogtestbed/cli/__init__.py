@@ -2,22 +2,22 @@
 
 Each sub-command lives in a module of this package that registers itself on :data:`app`;
 :func:`main` turns the library's input errors and click's usage errors into one line on stderr
-and exit status 2, and turns SIGTERM into an orderly exit (worker pools shut down, folders
-created for the failed command removed).  Sub-command modules import the library inside their
-command bodies, so building the help loads no numerical package (``tests/test_cli_imports.py``
-guards the import set).
+and exit status 2, and turns SIGTERM and SIGINT into an orderly exit, one line and status 128 + the
+signal (worker pools shut down, folders created for the failed command removed;
+:mod:`cogtestbed.cli.signals`).  Sub-command modules import the library inside their command
+bodies, so building the help loads no numerical package (``tests/test_cli_imports.py`` guards the
+import set).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-import signal
 import sys
 import threading
 import warnings
 from collections.abc import Sequence
-from types import FrameType, TracebackType
+from types import TracebackType
 from typing import NoReturn
 
 import typer
@@ -39,19 +39,20 @@ from cogtestbed.cli import studies as _studies  # noqa: F401,E402
 from cogtestbed.cli import transcripts as _transcripts  # noqa: F401,E402
 from cogtestbed.cli.app import app, console_err, is_user_error
 from cogtestbed.cli.options import as_flags
+from cogtestbed.cli.signals import (
+    SIGINT_STATUS,
+    SIGTERM_STATUS,
+    Terminated,
+    ending,
+    handle_signals,
+    interrupted,
+    received_signal,
+)
 from cogtestbed.errors import one_line, printable
 from cogtestbed.redact import redact
 
-#: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).
-SIGTERM_STATUS = 128 + signal.SIGTERM
-#: Exit status of a command ended by Ctrl-C or SIGINT.
-SIGINT_STATUS = 128 + signal.SIGINT
 #: Environment variable that turns the quick exit of :func:`exit_process` off ("0").
 QUICK_EXIT_SWITCH = "COGTESTBED_QUICK_EXIT"
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(SIGTERM_STATUS)
 
 
 def _error(message: str) -> None:
@@ -99,6 +100,9 @@ def _run_app(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         _error("interrupted")
         return SIGINT_STATUS
+    except Terminated:  # SIGTERM (cogtestbed.cli.signals): worker pools shut down, created folders removed
+        _error("terminated")
+        return SIGTERM_STATUS
     except Exception as exc:
         missing = missing_extra(exc)
         if missing is not None:
@@ -114,6 +118,8 @@ def _run_app(argv: Sequence[str] | None) -> int:
             raise
         _error(as_flags(one_line(exc), ()))  # the library names fields (`level`), the command line its flags
         return 2
+    if rv == SIGINT_STATUS and interrupted():  # typer's answer to Ctrl-C: status 130, silent
+        _error("interrupted")
     return rv if isinstance(rv, int) else 0
 
 
@@ -163,12 +169,13 @@ def main(quick_exit: bool = False) -> None:
     and ``python -m cogtestbed``, which own their process); otherwise ``sys.exit`` (a caller in
     the same process, a test, catches the ``SystemExit``).
     """
-    previous = signal.signal(signal.SIGTERM, _terminate)
     sys.excepthook = _redacted_traceback
-    try:
+    with handle_signals():  # SIGTERM and SIGINT raised only where the command can unwind
         code = run_cli()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    received = received_signal()
+    if received is not None and code != ending(received)[1]:  # never raised, or swallowed: its line and status
+        word, code = ending(received)
+        _error(word)
     if quick_exit:
         exit_process(code)
     sys.exit(code)

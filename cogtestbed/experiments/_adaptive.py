@@ -66,10 +66,30 @@ def register_adaptive(spec: Any) -> None:
 def adaptive_model(spec: Any) -> CognitiveModel:
     """The model whose posterior chooses the spec's adaptive trials (refused in one line, with the
     spec's reason, where its trials cannot be chosen freely)."""
+    refused = adaptive_refusal(spec)
+    if refused is not None:
+        raise InputError(refused)
+    return spec.models[spec.adaptive.model]
+
+
+def adaptive_refusal(spec: Any) -> str | None:
+    """Why ``--adaptive`` is refused for ``spec`` (its declared reason, else :data:`UNDECLARED`), or None where
+    it declares its adaptive sessions (:func:`adaptive_model` raises it)."""
     decl = spec.adaptive
-    if not isinstance(decl, AdaptiveDecl):
-        raise InputError(f"{spec.name}: `adaptive` refused: {decl or UNDECLARED}")
-    return spec.models[decl.model]
+    return None if isinstance(decl, AdaptiveDecl) else f"{spec.name}: `adaptive` refused: {decl or UNDECLARED}"
+
+
+def adaptive_targets(experiment: str, model: str, parameters: Sequence[str], params: Sequence[str] | str) -> list[str]:
+    """The parameters ``params`` names (``PARAM[,PARAM]``, a list, or ``all``) of ``experiment``'s adaptive model
+    ``model`` (with ``parameters``), refused in one line where one is none of them (or none is named)."""
+    names = [p.strip() for p in (params.split(",") if isinstance(params, str) else params) if p.strip()]
+    if names == [ALL]:
+        names = list(parameters)
+    unknown = [n for n in names if n not in parameters]
+    if unknown or not names:
+        raise InputError(f"`adaptive` {','.join(unknown) or '(none)'}: the {experiment} adaptive model "
+                         f"{model!r} has parameters {', '.join(parameters)} (or 'all')")
+    return names
 
 
 def adaptive_fields(spec: Any, params: Sequence[str] | str | None, trials: int | None) -> dict[str, Any]:
@@ -81,13 +101,7 @@ def adaptive_fields(spec: Any, params: Sequence[str] | str | None, trials: int |
             raise InputError("`trials` sets the length of an adaptive session: give `adaptive` PARAM[,PARAM] too")
         return {}
     model = adaptive_model(spec)
-    names = [p.strip() for p in (params.split(",") if isinstance(params, str) else params) if p.strip()]
-    if names == [ALL]:
-        names = list(model.parameters.names)
-    unknown = [n for n in names if n not in model.parameters.names]
-    if unknown or not names:
-        raise InputError(f"`adaptive` {','.join(unknown) or '(none)'}: the {spec.name} adaptive model "
-                         f"{model.name!r} has parameters {', '.join(model.parameters.names)} (or 'all')")
+    names = adaptive_targets(spec.name, model.name, list(model.parameters.names), params)
     if trials is None or trials < 1:
         raise InputError("`adaptive` needs `trials` N (N >= 1): the length of the adaptive session")
     return {"adaptive": tuple(n for n in model.parameters.names if n in names), "trials": int(trials)}

@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from cogtestbed.errors import CogtestbedError, InputError
+from cogtestbed.errors import InputError
 from cogtestbed.experiments._importer import Importer as Importer
+from cogtestbed.experiments._names import UnknownNameError as UnknownNameError
 from cogtestbed.metrics_result import METRICS_RESULT_KEYS as METRICS_RESULT_KEYS
 from cogtestbed.metrics_result import METRICS_UNITS as METRICS_UNITS
 from cogtestbed.metrics_result import WELCH_PER_UNIT
@@ -73,27 +74,6 @@ STUDY_KINDS: tuple[str, ...] = (
     "recovery", "model-recovery", "sbc", "power",
     "metric-validity", "metric-power", "test-size", "test-power",
 )
-
-
-class UnknownNameError(CogtestbedError, KeyError):
-    """A name that is not registered (the message lists the valid ones)."""
-
-    def __init__(self, kind: str, name: str, valid: Mapping[str, Any] | list[str] | tuple[str, ...],
-                 where: str = "") -> None:
-        self._args = (kind, name, tuple(valid), where)
-        if len(valid):
-            hint = f"choose one of: {', '.join(sorted(valid))}"
-        else:
-            hint = f"there are none{' for ' + where if where else ''}"
-        self.message = f"unknown {kind} {name!r}{' for ' + where if where else ''}; {hint}"
-        super().__init__(self.message)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle by constructor arguments (the error crosses process boundaries from study workers)."""
-        return (type(self), self._args)
-
-    def __str__(self) -> str:
-        return self.message
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import pandas as pd
 from numba import njit
 
 from cogtestbed.errors import InputError
+from cogtestbed.inference.lapse_text import lapse_option as lapse_option
 from cogtestbed.inference.optim import EXP, FTOL, GTOL, IDENTITY, MAX_ITER, SINE, mle_driver
 from cogtestbed.inference.summary import default_summary as default_summary
 from cogtestbed.inference.summary import flag_kinds as flag_kinds
@@ -735,22 +736,6 @@ class _LapseMixin(CognitiveModel):
     start_grid = CognitiveModel.start_grid
     fit_subject = CognitiveModel.fit_subject
     pymc_model = CognitiveModel.pymc_model
-
-
-def lapse_option(text: str, field: str = "lapse") -> float | None | str:
-    """Parse ``--lapse`` (``field`` in the refusal): ``none`` (no lapse term), ``fit`` (ε fitted) or ``fixed=E``."""
-    text = text.strip().lower()
-    if text in ("none", "fit"):
-        return None if text == "none" else "fit"
-    name, sep, value = text.partition("=")
-    if name == "fixed" and sep:
-        try:
-            eps = float(value)
-        except ValueError:
-            eps = float("nan")
-        if 0.0 <= eps < 1.0:
-            return eps
-    raise InputError(f"`{field}` must be none, fit or fixed=E with E in [0, 1), got {text!r}")
 
 
 def invalid_rate(trials: pd.DataFrame) -> dict[str, float]:

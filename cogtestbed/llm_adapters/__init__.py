@@ -21,6 +21,8 @@ imported only when a backend is built.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from cogtestbed.llm_adapters.clients.backends import (
     BUILTIN,
     Backend,
@@ -40,10 +42,23 @@ from cogtestbed.llm_adapters.clients.base import (
     ScoreResult,
     ScoringNotSupported,
 )
-from cogtestbed.llm_adapters.runs.agent import Attempt, LLMAgent
+
+if TYPE_CHECKING:
+    from cogtestbed.llm_adapters.runs.agent import Attempt, LLMAgent
 
 #: The package's own backends (every registered one: :func:`backend_names`).
 BACKENDS = tuple(BUILTIN)
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`LLMAgent` and :class:`Attempt`, imported when named: the subject adapter imports the environments
+    (pandas, numba), which a refusal of a plan's LLM options (its capability row, its price) never needs."""
+    if name in ("Attempt", "LLMAgent"):
+        from cogtestbed.llm_adapters.runs import agent
+
+        return getattr(agent, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BACKENDS", "Attempt", "Backend", "BackendUnavailable", "ContinuationScore", "GenerateRequest", "Generation",

@@ -180,6 +180,15 @@ def batch_api(name: str) -> Callable[[LLMClient], Any] | None:
     return get_backend(name).batches if BACKENDS.known(name) else None
 
 
+def require_batch_api(backend: str, spec: str) -> Callable[[LLMClient], Any]:
+    """The batch API of ``backend`` (:func:`batch_api`), refused in one line naming ``spec`` where it has none (a
+    plan refuses ``batch`` so from its request alone, before it prices anything)."""
+    factory = batch_api(backend)
+    if factory is None:
+        raise InputError(f"`batch` needs a hosted backend with a batch API (openai:, anthropic:), not {spec}")
+    return factory
+
+
 def make_client(spec: str, *, base_url: str | None = None, mode: str = "auto", **options: Any) -> LLMClient:
     """Build the client for ``spec`` (``BACKEND:MODEL``) through its backend's factory.
 

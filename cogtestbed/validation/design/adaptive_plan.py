@@ -66,26 +66,6 @@ def adaptive_target(exp: Any, precision: Mapping[str, float] | str | None, assur
     return AdaptiveTarget(parameter, halfwidth, assurance, top, 1 if sessions is None else sessions.top)
 
 
-def check_adaptive(exp: Any, req: Any) -> None:
-    """The ``adaptive`` kind's refusals from the request: a ``model`` other than the experiment's adaptive model
-    (which the plan would have ignored) and an LLM of no known backend (before: "no price for ...")."""
-    from cogtestbed.validation.design.facts import ExperimentFacts
-
-    if isinstance(exp, ExperimentFacts):  # the shipped facts hold no adaptive model: checked once it is loaded
-        return
-    from cogtestbed.experiments._adaptive import adaptive_model
-    from cogtestbed.validation.design.request_checks import check_backends
-
-    model = req.target.model
-    if model is not None:
-        used = adaptive_model(exp)
-        name = next((k for k, m in exp.models.items() if m is used), None)
-        if model != name:
-            raise InputError(f"`model` {model}: {exp.name}'s adaptive sessions are chosen and fitted with its adaptive "
-                             f"model {name}: give `model` {name} (or drop it)")
-    check_backends(req.llms.llm)
-
-
 def run_adaptive(exp: Any, req: Any, ctx: Any) -> Any:
     """The ``adaptive`` plan kind (``adaptive`` with ``precision``): :func:`plan_adaptive`, each arm's
     trials per session priced by the first LLM's dry run of the sessions asked, through the

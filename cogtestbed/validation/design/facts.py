@@ -65,12 +65,25 @@ class ModelFacts:
 class ExperimentFacts:
     """An experiment as the refusals read it: its ``name``, its ``models`` and its headline metrics'
     ``comparisons`` (``{METRIC: {"test": ...}}`` or ``{METRIC: {"why": ...}}``, in headline order) with their
-    ``aliases`` (``{ALIAS: METRIC}``)."""
+    ``aliases`` (``{ALIAS: METRIC}``); its ``pooling_unit`` (``session``: a subject's runs pooled, so ``runs``
+    sizes a model target; ``subject``), its ``trials_field`` (None: a fixed number of trials per run) and
+    ``trials_step``, the trials one unit of that field adds to a run of the default design
+    (:func:`~cogtestbed.validation.studies.study_data.trials_step`; 0 where the count is not proportional); and
+    each simulated agent's parameters (``agents``: the settings of a metric target, ``compare`` and ``params``);
+    its adaptive sessions (``adaptive``: ``{"model": NAME}``, the model choosing the trials, or ``{"refused": WHY}``,
+    the line ``--adaptive`` is refused with); the ``tests`` a test target names (its metrics' declared tests, else
+    its headline metrics)."""
 
     name: str
     models: Mapping[str, ModelFacts]
     comparisons: Mapping[str, Mapping[str, str]]
     aliases: Mapping[str, str] = field(default_factory=dict)
+    pooling_unit: str = "subject"
+    trials_field: str | None = None
+    trials_step: int = 0
+    agents: Mapping[str, ParamFacts] = field(default_factory=dict)
+    adaptive: Mapping[str, str] = field(default_factory=dict)
+    tests: tuple[str, ...] = ()
 
     def model(self, name: str) -> ModelFacts:
         """The model ``name``'s facts."""
@@ -90,26 +103,44 @@ class ExperimentFacts:
 
     def to_dict(self) -> dict[str, Any]:
         """The facts as ``plan_facts.json`` holds them."""
-        return {"models": {name: {"parameters": [[p.name, p.lower, p.upper, p.default] for p in m.parameters],
+        return {"models": {name: {"parameters": _param_rows(m.parameters),
                                   "contrasts": {k: dict(v) for k, v in m.contrasts.items()}, "agent": m.agent,
                                   "agent_params": None if m.agent_params is None else list(m.agent_params)}
                            for name, m in self.models.items()},
-                "comparisons": [[k, dict(v)] for k, v in self.comparisons.items()], "aliases": dict(self.aliases)}
+                "comparisons": [[k, dict(v)] for k, v in self.comparisons.items()], "aliases": dict(self.aliases),
+                "pooling_unit": self.pooling_unit, "trials_field": self.trials_field, "trials_step": self.trials_step,
+                "agents": {name: _param_rows(params) for name, params in self.agents.items()},
+                "adaptive": dict(self.adaptive), "tests": list(self.tests)}
 
     @classmethod
     def from_dict(cls, name: str, row: Mapping[str, Any]) -> ExperimentFacts:
         """The facts of ``name`` from their ``plan_facts.json`` row."""
-        models = {m: ModelFacts(ParamFacts(ParamFact(str(p[0]), float(p[1]), float(p[2]), float(p[3]))
-                                           for p in given["parameters"]),
+        models = {m: ModelFacts(_params_of(given["parameters"]),
                                 {k: {q: float(w) for q, w in v.items()} for k, v in given["contrasts"].items()},
                                 given["agent"], None if given["agent_params"] is None else tuple(given["agent_params"]))
                   for m, given in row["models"].items()}
-        return cls(name, models, {str(k): dict(v) for k, v in row["comparisons"]}, dict(row["aliases"]))
+        return cls(name, models, {str(k): dict(v) for k, v in row["comparisons"]}, dict(row["aliases"]),
+                   str(row["pooling_unit"]), row["trials_field"], int(row["trials_step"]),
+                   {agent: _params_of(rows) for agent, rows in row["agents"].items()}, dict(row["adaptive"]),
+                   tuple(row["tests"]))
+
+
+def _param_rows(params: ParamFacts) -> list[list[Any]]:
+    return [[p.name, p.lower, p.upper, p.default] for p in params]
+
+
+def _params_of(rows: Any) -> ParamFacts:
+    return ParamFacts(ParamFact(str(p[0]), float(p[1]), float(p[2]), float(p[3])) for p in rows)
+
+
+def _param_facts(parameters: Any) -> ParamFacts:
+    """The facts of a :class:`~cogtestbed.parameters.ParameterSet` (a model's or an agent's)."""
+    return ParamFacts(ParamFact(p.name, float(p.lower), float(p.upper), float(p.default)) for p in parameters)
 
 
 def _model_facts(exp: Any, name: str) -> ModelFacts:
     model = exp.model(name)
-    params = ParamFacts(ParamFact(p.name, float(p.lower), float(p.upper), float(p.default)) for p in model.parameters)
+    params = _param_facts(model.parameters)
     contrasts = {k: {q: float(w) for q, w in v.items()} for k, v in (getattr(model, "contrasts", None) or {}).items()}
     generator = (getattr(exp, "generators", None) or {}).get(name)
     if generator is None:
@@ -126,7 +157,27 @@ def facts_of(exp: Any) -> ExperimentFacts:
         return exp
     aliases = dict(getattr(exp.metrics, "aliases", None) or {})
     return ExperimentFacts(exp.name, {name: _model_facts(exp, name) for name in exp.models}, comparisons(exp),
-                           aliases)
+                           aliases, str(exp.pooling_unit), exp.trials_field, _trials_step(exp),
+                           {name: _param_facts(agent.parameters) for name, agent in exp.agents.items()},
+                           _adaptive_facts(exp), tuple(exp.metrics.tests) or tuple(exp.metrics.headline))
+
+
+def _adaptive_facts(exp: Any) -> dict[str, str]:
+    """``{"model": NAME}`` of the model choosing ``exp``'s adaptive trials, or ``{"refused": WHY}``."""
+    from cogtestbed.experiments._adaptive import adaptive_refusal
+
+    refused = adaptive_refusal(exp)
+    return {"refused": refused} if refused is not None else {"model": str(exp.adaptive.model)}
+
+
+def _trials_step(exp: Any) -> int:
+    """The trials one unit of ``exp``'s trials field adds to a run of its default design (the step
+    :func:`~cogtestbed.validation.design.space.trials_values` reads); 0 without a trials field."""
+    from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
+
+    if exp.trials_field is None:
+        return 0
+    return trials_step(design_for_trials(exp, None, {}), exp.trials_field)
 
 
 def check_metric_target(exp: Any, metric: str) -> None:

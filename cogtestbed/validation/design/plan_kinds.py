@@ -87,6 +87,7 @@ def _check(module: str, name: str) -> Any:
 
 _REQUEST = "cogtestbed.validation.design.request"
 _MONITOR = "cogtestbed.validation.design.monitor_kind"
+_MONITOR_CHECKS = "cogtestbed.validation.design.monitor_checks"
 
 
 def _monitor_write(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
@@ -115,7 +116,7 @@ BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
              _run("cogtestbed.validation.design.adaptive_plan", "run_adaptive"),
              claims=lambda r: bool(r.adaptive_sessions.adaptive),
-             check=_check("cogtestbed.validation.design.adaptive_plan", "check_adaptive"),
+             check=_check("cogtestbed.validation.design.request_checks", "check_adaptive"),
              accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",
                                        "allow_unpriced", "model", "assume_reasoning_tokens", "reasoning_effort",
                                        "thinking_budget", "max_tokens", "temperature", "reask", "max_cost"},
@@ -139,8 +140,8 @@ BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("monitor", "an anytime-valid monitor (betting e-process, every subject a look) beside the fixed and the "
              "group-sequential design at equal power", _run(_MONITOR, "run_monitor"),
              claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
-             check=_check(_MONITOR, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
-             frontier=True),
+             check=_check(_MONITOR_CHECKS, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
+             frontier=True, facts=True),
 )
 
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.errors import CogtestbedError, InputError
+from cogtestbed.errors import CogtestbedError
 from cogtestbed.experiments.spec import ExperimentSpec
 
 #: Sessions rendered to price one session of a design while the search orders and prunes.
@@ -91,16 +91,10 @@ class Pricer:
 
     def __post_init__(self) -> None:
         from cogtestbed.llm_adapters import make_client
-        from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_reasoning
-        from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
-        from cogtestbed.llm_adapters.runs.hidden_tokens import reasons, refusal
+        from cogtestbed.validation.design.request_checks import priced_llms
 
-        table = PriceTable(self.prices)
-        self.price = [require_price(table, s, self.allow_unpriced) for s in self.llms]
-        for spec, price in zip(self.llms, self.price, strict=True):
-            check_reasoning(spec, capability_of(spec), self.reasoning_effort, self.thinking_budget)
-            if price is not None and self.hidden is None and reasons(spec, self.thinking_budget):
-                raise InputError(refusal(spec))
+        self.price = priced_llms(self.llms, self.prices, self.allow_unpriced, self.reasoning_effort,
+                                 self.thinking_budget, self.hidden)
         self.standard = list(self.price)
         built: dict[str, Any] = {}
         for spec in dict.fromkeys(self.llms):

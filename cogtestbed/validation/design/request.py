@@ -29,10 +29,15 @@ from cogtestbed.validation.design.request_checks import (
     check_answerable,
     check_backends,
     check_behaviour_target,
+    check_compare_settings,
+    check_design_trials,
     check_informative,
+    check_lapse_fit,
     check_params_keep_effect,
     check_simulated_subjects,
+    check_sizes,
     check_target_mix,
+    priced_llms,
     shift_of,
 )
 from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
@@ -274,6 +279,26 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
     check_answerable(req)
     if tg.model is None:
         check_behaviour_target(req)
+    check_sizes(facts, req, effect is not None)
+    check_compare_settings(facts, req)
+    check_design_trials(facts, req)
+    check_lapse_fit(req)
+    if llms:
+        _check_llm_options(req, llms)
+
+
+def _check_llm_options(req: PlanRequest, llms: list[str]) -> None:
+    """The refusals of the LLM options that the request alone decides (the capability and price tables): a backend,
+    a price, the reasoning controls, a reasoning model's tokens per call (the pricer's), a batch API."""
+    from cogtestbed.llm_adapters.clients.backends import parse_spec, require_batch_api
+
+    lm = req.llms
+    check_backends(llms)
+    hidden = hidden_tokens(llms, None, lm.assume_reasoning_tokens, lm.thinking_budget)
+    priced_llms(llms, lm.prices, lm.allow_unpriced, lm.reasoning_effort, lm.thinking_budget,
+                hidden if req.simulated.pilot is None else "the pilot's")
+    for llm in llms if lm.batch else []:
+        require_batch_api(parse_spec(llm)[0], llm)
 
 
 def check_carried(spec: Any, exp: Any, source: str) -> None:
@@ -484,7 +509,7 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     ``cogtestbed fit --lapse`` fits it); refused in one line for a metric or test target."""
     if lapse_fit is None:
         return spec
-    from cogtestbed.inference.base import lapse_option
+    from cogtestbed.inference.lapse_text import lapse_option
     from cogtestbed.validation.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):

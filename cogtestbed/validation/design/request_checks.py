@@ -9,6 +9,7 @@ Imports nothing heavy: these run before the experiment's module is imported.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 from cogtestbed.errors import InputError
@@ -188,3 +189,178 @@ def check_backends(llm: str | list[str] | tuple[str, ...] | None) -> None:
 
     for spec in [llm] if isinstance(llm, str) else list(llm or []):
         parse_spec(spec)
+
+
+def check_sizes(facts: Any, req: PlanRequest, model_target: bool) -> None:
+    """Refuse, from the experiment's facts (:class:`~cogtestbed.validation.design.facts.ExperimentFacts`: shipped,
+    so before its module is imported), the sizes its design cannot take: ``runs`` for a ``model_target`` of an
+    experiment that pools no sessions, ``trials`` of an experiment without a trials field, or none of them a
+    multiple of its field's step (the refusals :func:`~cogtestbed.validation.design.space.design_axes` gives).
+    With ``design`` given (it may change the step), or people's trials, the loaded experiment decides."""
+    sz, pp = req.sizes, req.people
+    if model_target and sz.runs is not None and facts.pooling_unit != "session":
+        raise InputError(f"experiment {facts.name} pools subjects, not sessions: `runs` needs an experiment whose "
+                         "pooling unit is the session")
+    if sz.trials is None or sz.design or pp.human is not None or pp.population is not None:
+        return
+    if facts.trials_field is None:
+        raise InputError(f"experiment {facts.name} has a fixed number of trials per run (no trials field)")
+    step = facts.trials_step
+    trials = Sizes.of(sz.trials, "trials")
+    values = trials.values()
+    reachable = (any(v % step == 0 for v in values) if isinstance(values, tuple | list)
+                 else -(-trials.lo // step) * step <= trials.hi) if step > 0 else True
+    if not reachable:
+        raise InputError(f"no trial count in {str(trials)!r} is reachable: {facts.name}'s {facts.trials_field} "
+                         f"scales a session in steps of {step} trials")
+
+
+def check_compare_settings(facts: Any, req: PlanRequest) -> None:
+    """Refuse, from the experiment's facts (before its module is imported), the agent settings of a metric or test
+    target that its study would refuse (the lines :func:`check_agent_settings` and the study's own check give): two
+    agents in ``compare``, an agent the experiment lacks, a value outside its parameter's bounds (``compare`` or
+    ``agent`` on top of ``params``), a name that is no parameter of the agent, a test the metrics do not report."""
+    from cogtestbed.parameters import parse_agent
+
+    tg = req.target
+    given = assignments(req.simulated.params, "params")
+    if tg.metric is not None and tg.compare is not None and tg.agent is None:
+        (name_a, a), (name_b, b) = parse_agent(tg.compare[0]), parse_agent(tg.compare[1])
+        if name_a != name_b:
+            raise InputError(f"`compare` takes two settings of one agent, got {name_a!r} and {name_b!r}")
+        _check_agent_facts(facts, "compare", name_a, given, [a, b])
+    elif tg.test is not None and tg.agent is not None and tg.compare is None and tg.metric is None:
+        name, params = parse_agent(tg.agent)
+        _check_agent_facts(facts, "agent", name, {**given, **params}, [])
+        _check_test_facts(facts, facts.resolve(tg.test))
+
+
+def _check_agent_facts(facts: Any, field_: str, agent: str, params: dict[str, Any],
+                       settings: list[dict[str, float]]) -> None:
+    """The agent ``agent`` of ``facts``, each of ``settings`` on top of ``params`` within its bounds, and every name
+    a parameter of the agent (in the order the loaded checks refuse them)."""
+    from cogtestbed.experiments._names import UnknownNameError
+
+    if agent not in facts.agents:
+        raise UnknownNameError("agent", agent, list(facts.agents), f"experiment {facts.name}")
+    bounds = {p.name: p for p in facts.agents[agent]}
+    for setting in settings or [{}]:
+        for name, value in {**params, **setting}.items():
+            p = bounds.get(name)
+            if p is not None and not p.lower <= float(value) <= p.upper:
+                raise InputError(f"`{field_}` {agent}: {name}={float(value):g} is outside its bounds "
+                                 f"[{p.lower:g}, {p.upper:g}]")
+    for setting in (params, *settings):
+        bad = sorted(set(setting) - set(bounds))
+        if bad:
+            noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
+            valid = ", ".join(sorted(bounds)) or "(none)"
+            raise InputError(f"{', '.join(bad)} {noun} of agent {agent}; valid: {valid}")
+
+
+def _check_test_facts(facts: Any, test: str) -> None:
+    """``test`` one the experiment's metrics report (its declared tests, else its headline metrics)."""
+    from cogtestbed.experiments._names import UnknownNameError
+
+    if test not in facts.tests:
+        aliases = ", ".join(f"{k} = {v}" for k, v in facts.aliases.items())
+        raise UnknownNameError("test", test, facts.tests,
+                               facts.name + (f" (the paper's names: {aliases})" if aliases else ""))
+
+
+def check_lapse_fit(req: PlanRequest) -> None:
+    """Refuse a ``lapse_fit`` that no fit takes (:func:`~cogtestbed.inference.lapse_text.lapse_option`) or beside a
+    metric or test target (no model is fitted), from the request alone."""
+    lapse_fit = req.simulated.lapse_fit
+    if lapse_fit is None:
+        return
+    if req.target.model is None:
+        raise InputError("`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and "
+                         "`effect`")
+    from cogtestbed.inference.lapse_text import lapse_option
+
+    lapse_option(lapse_fit, "lapse_fit")
+
+
+def check_design_trials(facts: Any, req: PlanRequest) -> None:
+    """Refuse, from the experiment's facts (its ``trials_field``), ``trials`` beside a ``design`` that sets the
+    trials of a run too: the field fixed (``FIELD=N``) or searched (its one list, ``FIELD=a,b,c``), the lines
+    :func:`~cogtestbed.validation.studies.sizes.plan_design` gives.  A design of any other shape (a malformed or
+    repeated item, another list) is left to the loaded experiment, which refuses that first."""
+    field_ = facts.trials_field
+    design = req.sizes.design
+    if req.sizes.trials is None or not design or field_ is None:
+        return
+    fields = _design_fields(design)
+    if fields is None or field_ not in fields:
+        return
+    value = fields[field_]
+    if not isinstance(value, list):
+        raise InputError(f"`trials` and `design` {field_}={value} both set the trials of a run; give one of them")
+    if len(fields) == 1 and value and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value):
+        raise InputError("`trials` and a `design` list both size the run; give one of them")
+
+
+def _design_fields(design: Any) -> dict[str, Any] | None:
+    """``design`` (``{FIELD: VALUE}`` or the command line's ``NAME=VALUE`` items) as its fields, a list where it
+    lists integers, when every value but at most one list is plain (no comma) and no name repeats; else None."""
+    import json
+
+    if isinstance(design, Mapping):
+        out = {k: list(v) if isinstance(v, list | tuple | range) else v for k, v in design.items()}
+    else:
+        out = {}
+        for item in [design] if isinstance(design, str) else list(design):
+            name, sep, text = str(item).partition("=")
+            name = name.strip()
+            if not sep or not name or name in out or text.strip().startswith(("[", "{", '"')):
+                return None
+            try:
+                out[name] = [int(x) for x in text.split(",")] if "," in text else json.loads(text)
+            except ValueError:  # a text value (json's error is a ValueError), or a list of no integers
+                if "," in text:
+                    return None
+                out[name] = text
+    lists = [k for k, v in out.items() if isinstance(v, list)]
+    return out if len(lists) <= 1 else None
+
+
+def priced_llms(llms: list[str] | tuple[str, ...], prices: Any, allow_unpriced: bool, effort: str | None,
+                budget: int | None, hidden: Any) -> list[Any]:
+    """Each LLM's price (:func:`~cogtestbed.llm_adapters.clients.prices.require_price`: None where it has none and
+    ``allow_unpriced``), its reasoning controls checked against its capability row
+    (:func:`~cogtestbed.llm_adapters.clients.capabilities.check_reasoning`), and a priced reasoning model refused
+    without its ``hidden`` tokens per call (a pilot's or an assumption): the refusals of
+    :class:`~cogtestbed.validation.design.pricing.Pricer`, which the request alone decides (nothing heavy imported)."""
+    from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_reasoning
+    from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
+    from cogtestbed.llm_adapters.runs.hidden_tokens import reasons, refusal
+
+    table = PriceTable(prices)
+    price = [require_price(table, spec, allow_unpriced) for spec in llms]
+    for spec, one in zip(llms, price, strict=True):
+        check_reasoning(spec, capability_of(spec), effort, budget)
+        if one is not None and hidden is None and reasons(spec, budget):
+            raise InputError(refusal(spec))
+    return price
+
+
+def check_adaptive(exp: Any, req: Any) -> None:
+    """The ``adaptive`` kind's refusals from the request: an experiment whose trials cannot be chosen (a learning
+    task), a ``model`` other than the experiment's adaptive model (which the plan would have ignored), an LLM of no
+    known backend (before: "no price for ...") and an ``adaptive`` parameter its adaptive model lacks (before: after
+    "simulating ...").  ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.validation.design.facts`:
+    checked before the experiment is imported)."""
+    from cogtestbed.experiments._adaptive import adaptive_targets
+    from cogtestbed.validation.design.facts import facts_of
+
+    facts = facts_of(exp)
+    if "refused" in facts.adaptive:
+        raise InputError(facts.adaptive["refused"])
+    name = facts.adaptive["model"]
+    model = req.target.model
+    if model is not None and model != name:
+        raise InputError(f"`model` {model}: {facts.name}'s adaptive sessions are chosen and fitted with its adaptive "
+                         f"model {name}: give `model` {name} (or drop it)")
+    check_backends(req.llms.llm)
+    adaptive_targets(facts.name, name, facts.model(name).parameters.names, req.adaptive_sessions.adaptive)

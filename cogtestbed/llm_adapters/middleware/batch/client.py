@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import DataError, InputError
-from cogtestbed.llm_adapters.clients.backends import batch_api
+from cogtestbed.llm_adapters.clients.backends import require_batch_api
 from cogtestbed.llm_adapters.clients.base import (
     BackendError,
     GenerateRequest,
@@ -42,10 +42,7 @@ DEFAULT_LINGER_SECONDS = 2.0
 def provider_for(client: LLMClient) -> Provider:
     """The batch API of ``client``'s backend (:func:`~cogtestbed.llm_adapters.clients.backends.batch_api`;
     one line for a backend without one)."""
-    factory = batch_api(client.backend)
-    if factory is None:
-        raise InputError(f"`batch` needs a hosted backend with a batch API (openai:, anthropic:), not {client.spec}")
-    provider: Provider = factory(client)
+    provider: Provider = require_batch_api(client.backend, client.spec)(client)
     return provider
 
 

@@ -223,14 +223,22 @@ def test_a_refusal_reachable_from_the_request_comes_at_once(
 def test_the_shipped_comparisons_are_what_the_metrics_return() -> None:
     """The shipped probe (``metric_tests.json``) agrees with a fresh probe of the fast experiments, and every
     package experiment has its row (``python -m cogtestbed.validation.design.capabilities`` rewrites it)."""
-    from cogtestbed.validation.design.capabilities import _shipped, comparable_metrics, fingerprint, probe_comparisons
+    from cogtestbed.validation.design.capabilities import (
+        TESTS_KEY,
+        _shipped,
+        comparable_metrics,
+        fingerprint,
+        probe_comparisons,
+        probe_tests,
+    )
 
     assert set(_shipped()) == set(ct.experiments())
     stale = [n for n, row in _shipped().items() if row["_source"]["fingerprint"] != fingerprint(ct.get_experiment(n))]
     assert not stale, f"metrics changed since the probe: python -m cogtestbed.validation.design.capabilities {stale}"
     for name in ("instrumental-learning", "temporal-discounting"):
-        shipped = {k: v for k, v in _shipped()[name].items() if k != "_source"}
+        shipped = {k: v for k, v in _shipped()[name].items() if k not in ("_source", TESTS_KEY)}
         assert probe_comparisons(ct.get_experiment(name)) == shipped
+        assert probe_tests(ct.get_experiment(name)) == _shipped()[name][TESTS_KEY] == []  # no metric is a test
     assert set(comparable_metrics(ct.get_experiment("two-step"))) == {"model_basedness", "performance"}
 
 
@@ -242,8 +250,9 @@ def test_list_and_the_refusal_read_the_declared_comparisons() -> None:
     exp = ct.get_experiment("belief-coherence")
     declared = {m for m in exp.metrics.headline if exp.metrics.comparability(m).comparable}
     assert declared == {"t1_cmi", "t3", "t1_lr", "accuracy"} == set(comparable_metrics(exp))
-    shipped = {k: v for k, v in _shipped()["belief-coherence"].items() if k != "_source"}
+    shipped = {k: v for k, v in _shipped()["belief-coherence"].items() if k not in ("_source", "_tests")}
     assert shipped == comparisons(exp)
+    assert _shipped()["belief-coherence"]["_tests"] == list(exp.metrics.tests)
     assert comparisons(exp)["t1_cmi"]["test"] == "permutation test of the per-unit means"
     for name in ct.experiments():
         other = ct.get_experiment(name)

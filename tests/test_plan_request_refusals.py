@@ -123,6 +123,13 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      "nonzero size"),
 ]
 #: Refused from the shipped facts or the request alone, before the experiment's import (before: after it, 2.6 s).
+
+BELIEF_UNKNOWN_TEST = ("unknown test 'nope' for belief-coherence (the paper's names: T1a = t1_cmi, T1b = t1_nested, "
+                       "T1c = t1_lr, T2 = t2, T3 = t3, T4 = t4); choose one of: accuracy, t1_cmi, t1_cmi_isotonic, "
+                       "t1_lr, t1_nested, t2, t3, t4")
+BELIEF_UNKNOWN_AGENT = ("unknown agent 'nope' for experiment belief-coherence; choose one of: chow, leak, "
+                        "lie-incoherent, logit-rum, loss-report, loss-rum, nonmono-defer, nonmono-report, probit3, "
+                        "pt-literal, pt-rum, random")
 FROM_FACTS: list[tuple[str, dict[str, Any], list[str], str, str]] = [
     # sizes the design cannot take
     ("instrumental-learning", {**RW, "effect": {"optimism_bias": 0.2}, "trials": 7},
@@ -194,18 +201,22 @@ FROM_FACTS: list[tuple[str, dict[str, Any], list[str], str, str]] = [
      ["--model", "rw-pm", "--llm", "hf:tiny-random", "--effect", "optimism_bias=0.2", "--batch"],
      "`batch` needs a hosted backend with a batch API (openai:, anthropic:), not hf:tiny-random",
      "--batch needs a hosted backend with a batch API (openai:, anthropic:), not hf:tiny-random"),
-    # a test target: its agent and the test the metrics report
-    ("two-step", {"test": "nope", "agent": "hybrid:w=0.3", "llm": MINI},
-     ["--test", "nope", "--agent", "hybrid:w=0.3", "--llm", MINI],
-     "unknown test 'nope' for two-step; choose one of: model_basedness, performance",
-     "unknown test 'nope' for two-step; choose one of: model_basedness, performance"),
-    ("two-step", {"test": "performance", "agent": "nope:w=0.3", "llm": MINI},
-     ["--test", "performance", "--agent", "nope:w=0.3", "--llm", MINI],
-     "unknown agent 'nope' for experiment two-step; choose one of: hybrid, model-based, model-free, random",
-     "unknown agent 'nope' for experiment two-step; choose one of: hybrid, model-based, model-free, random"),
-    ("two-step", {"test": "performance", "agent": "hybrid:w=3", "llm": MINI},
-     ["--test", "performance", "--agent", "hybrid:w=3", "--llm", MINI],
-     "`agent` hybrid: w=3 is outside its bounds [0, 1]", "--agent hybrid: w=3 is outside its bounds [0, 1]"),
+    # a test target: its agent and the test the metrics report (belief coherence declares its tests; the other
+    # experiments' metrics report none, so a headline metric is no test: before, refused by the first study)
+    ("belief-coherence", {"test": "nope", "agent": "logit-rum", "llm": MINI},
+     ["--test", "nope", "--agent", "logit-rum", "--llm", MINI],
+     BELIEF_UNKNOWN_TEST, BELIEF_UNKNOWN_TEST),
+    ("two-step", {"test": "performance", "agent": "hybrid:w=0.3", "llm": MINI},
+     ["--test", "performance", "--agent", "hybrid:w=0.3", "--llm", MINI],
+     "unknown test 'performance' for two-step; there are none for two-step",
+     "unknown test 'performance' for two-step; there are none for two-step"),
+    ("belief-coherence", {"test": "t2", "agent": "nope", "llm": MINI},
+     ["--test", "t2", "--agent", "nope", "--llm", MINI],
+     BELIEF_UNKNOWN_AGENT, BELIEF_UNKNOWN_AGENT),
+    ("belief-coherence", {"test": "t2", "agent": "logit-rum:report_noise=3", "llm": MINI},
+     ["--test", "t2", "--agent", "logit-rum:report_noise=3", "--llm", MINI],
+     "`agent` logit-rum: report_noise=3 is outside its bounds [0, 0.5]",
+     "--agent logit-rum: report_noise=3 is outside its bounds [0, 0.5]"),
     # an adaptive parameter its adaptive model lacks (before: refused after "simulating 200 subjects ...")
     ("temporal-discounting", {"model": "hyperbolic", "precision": {"k": 0.1}, "adaptive": "nope"},
      ["--model", "hyperbolic", "--precision", "k=0.1", "--adaptive", "nope"],

@@ -32,6 +32,8 @@ from cogtestbed.errors import InputError
 SHIPPED = Path(__file__).with_name("metric_tests.json")
 #: Subjects the probe simulates (the fewest every metrics function computes on).
 PROBE_SUBJECTS = 3
+#: The key of an experiment's shipped row listing its statistical tests (:func:`probe_tests`).
+TESTS_KEY = "_tests"
 
 
 def fingerprint(exp: Any) -> str:
@@ -69,21 +71,43 @@ def probe_comparisons(exp: Any, seed: int = 0) -> dict[str, dict[str, str]]:
     :data:`PROBE_SUBJECTS` simulated subjects of its first declared agent
     (:func:`~cogtestbed.validation.studies.metric_studies.difference_test`'s rules; nothing is simulated where
     every headline metric is declared)."""
-    from cogtestbed.simulation import simulate
     from cogtestbed.validation.studies.metric_studies import difference_test
 
     out = declared_comparisons(exp)
     rest = [m for m in exp.metrics.headline if m not in out]
     if not rest:
         return out
-    table = simulate(exp, exp.declared_agents[0], PROBE_SUBJECTS, seed, design=exp.design_cls())
-    result = exp.metrics(table, **dict(exp.metrics.smoke_options))
+    result = _probe_result(exp, seed)
     for metric in rest:
         try:
             out[metric] = {"test": difference_test(result, result, metric, exp.metrics.unit)[0]}
         except InputError as exc:
             out[metric] = {"why": str(exc)}
     return out
+
+
+def probe_tests(exp: Any, seed: int = 0) -> list[str]:
+    """The statistical tests a test target of ``exp`` may name (``plan --test KEY``): the tests its metrics declare
+    (:attr:`MetricsSpec.tests <cogtestbed.experiments.spec.MetricsSpec.tests>`), then each other headline metric
+    whose value in the metrics of :data:`PROBE_SUBJECTS` simulated subjects is a test (a mapping with ``p_value``
+    or ``reject``: :func:`~cogtestbed.validation.studies.metric_studies.test_outcome`) or is null there (too few
+    subjects to tell: kept, the study decides)."""
+    declared = list(exp.metrics.tests)
+    rest = [m for m in exp.metrics.headline if m not in declared]
+    if not rest:
+        return declared
+    result = _probe_result(exp, seed)
+    values, nulls = {**result, **result["metrics"]}, set(result.get("null_reasons") or {})
+    return declared + [m for m in rest if m in nulls or (isinstance(values.get(m), Mapping)
+                                                          and bool({"p_value", "reject"} & set(values[m])))]
+
+
+def _probe_result(exp: Any, seed: int) -> Any:
+    """The metrics of :data:`PROBE_SUBJECTS` simulated subjects of ``exp``'s first declared agent."""
+    from cogtestbed.simulation import simulate
+
+    table = simulate(exp, exp.declared_agents[0], PROBE_SUBJECTS, seed, design=exp.design_cls())
+    return exp.metrics(table, **dict(exp.metrics.smoke_options))
 
 
 @functools.cache
@@ -100,6 +124,7 @@ def comparisons(exp: Any) -> dict[str, dict[str, str]]:
         return {m: declared[m] for m in exp.metrics.headline}
     shipped = dict(_shipped().get(exp.name) or {})
     source = shipped.pop("_source", None)
+    shipped.pop(TESTS_KEY, None)
     if shipped and set(shipped) == set(exp.metrics.headline) and source == {"fingerprint": fingerprint(exp)}:
         return {**shipped, **declared}
     return {**_probed(exp), **declared}
@@ -115,6 +140,22 @@ def _probed(exp: Any) -> dict[str, dict[str, str]]:
     if key not in _PROBED:
         _PROBED[key] = probe_comparisons(exp)
     return _PROBED[key]
+
+
+def statistical_tests(exp: Any) -> list[str]:
+    """The tests a test target of ``exp`` may name (:func:`probe_tests`): the shipped probe for a package
+    experiment whose metrics source is unchanged, else probed (cached)."""
+    shipped = _shipped().get(exp.name) or {}
+    if TESTS_KEY in shipped and shipped.get("_source") == {"fingerprint": fingerprint(exp)}:
+        return list(shipped[TESTS_KEY])
+    key = (exp.name, fingerprint(exp))
+    if key not in _TESTS:
+        _TESTS[key] = probe_tests(exp)
+    return _TESTS[key]
+
+
+#: :func:`probe_tests` made in this process, by (experiment name, :func:`fingerprint`).
+_TESTS: dict[tuple[str, str], list[str]] = {}
 
 
 def comparable_metrics(exp: Any) -> list[str]:
@@ -157,7 +198,8 @@ def write_shipped(names: list[str] | None = None) -> Path:
     table: dict[str, Mapping[str, Any]] = dict(_shipped())
     for name in names or list(EXPERIMENTS.builtin_names()):
         exp = get_experiment(name)
-        table[name] = {**probe_comparisons(exp), "_source": {"fingerprint": fingerprint(exp)}}
+        table[name] = {**probe_comparisons(exp), TESTS_KEY: probe_tests(exp),
+                       "_source": {"fingerprint": fingerprint(exp)}}
     SHIPPED.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     _shipped.cache_clear()
     return SHIPPED

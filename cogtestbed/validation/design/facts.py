@@ -71,8 +71,9 @@ class ExperimentFacts:
     (:func:`~cogtestbed.validation.studies.study_data.trials_step`; 0 where the count is not proportional); and
     each simulated agent's parameters (``agents``: the settings of a metric target, ``compare`` and ``params``);
     its adaptive sessions (``adaptive``: ``{"model": NAME}``, the model choosing the trials, or ``{"refused": WHY}``,
-    the line ``--adaptive`` is refused with); the ``tests`` a test target names (its metrics' declared tests, else
-    its headline metrics)."""
+    the line ``--adaptive`` is refused with); the ``tests`` a test target names (its metrics' declared tests and
+    the headline metrics whose values are tests:
+    :func:`~cogtestbed.validation.design.capabilities.statistical_tests`)."""
 
     name: str
     models: Mapping[str, ModelFacts]
@@ -151,7 +152,7 @@ def _model_facts(exp: Any, name: str) -> ModelFacts:
 
 def facts_of(exp: Any) -> ExperimentFacts:
     """The facts of a loaded experiment (``exp`` itself where it is already :class:`ExperimentFacts`)."""
-    from cogtestbed.validation.design.capabilities import comparisons
+    from cogtestbed.validation.design.capabilities import comparisons, statistical_tests
 
     if isinstance(exp, ExperimentFacts):
         return exp
@@ -159,7 +160,7 @@ def facts_of(exp: Any) -> ExperimentFacts:
     return ExperimentFacts(exp.name, {name: _model_facts(exp, name) for name in exp.models}, comparisons(exp),
                            aliases, str(exp.pooling_unit), exp.trials_field, _trials_step(exp),
                            {name: _param_facts(agent.parameters) for name, agent in exp.agents.items()},
-                           _adaptive_facts(exp), tuple(exp.metrics.tests) or tuple(exp.metrics.headline))
+                           _adaptive_facts(exp), tuple(statistical_tests(exp)))
 
 
 def _adaptive_facts(exp: Any) -> dict[str, str]:

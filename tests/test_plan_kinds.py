@@ -384,3 +384,18 @@ def test_a_typed_design_is_searched_as_its_text_is() -> None:
         _searched(td, {"trials": [5], "base_pay": [1, 2]}, None)
     source = (ROOT / "validation/design/request.py").read_text(encoding="utf-8")
     assert "sz.design if isinstance(sz.design, Mapping) else (assignment_items(sz.design)" in source  # typed: as given
+
+
+def test_a_headline_metric_that_is_no_test_is_refused_before_the_study() -> None:
+    """``power --test`` (the library's study path) names the tests the metrics report: a headline metric whose value
+    is no test is refused by the probe, not by the first simulated study ("test-power task 0 (rep 0): ... is not a
+    statistical test"); a declared test is checked without a probe."""
+    from cogtestbed.experiments.spec import UnknownNameError
+    from cogtestbed.validation.studies import metric_studies
+
+    line = r"^unknown test 'performance' for two-step; there are none for two-step$"
+    with pytest.raises(UnknownNameError, match=line):
+        ct.power("two-step", test="performance", agent="hybrid")
+    assert metric_studies.named_tests(ct.get_experiment("two-step")) == []
+    with pytest.raises(UnknownNameError, match=r"^unknown test 'nope' for belief-coherence"):
+        ct.power("belief-coherence", test="nope", agent="logit-rum")

@@ -30,8 +30,6 @@ from cogtestbed.errors import InputError
 
 #: The shipped probe (:func:`probe_comparisons` of every package experiment).
 SHIPPED = Path(__file__).with_name("metric_tests.json")
-#: Subjects the probe simulates (the fewest every metrics function computes on).
-PROBE_SUBJECTS = 3
 #: The key of an experiment's shipped row listing its statistical tests (:func:`probe_tests`).
 TESTS_KEY = "_tests"
 
@@ -68,46 +66,22 @@ def declared_comparisons(exp: Any) -> dict[str, dict[str, str]]:
 def probe_comparisons(exp: Any, seed: int = 0) -> dict[str, dict[str, str]]:
     """``{METRIC: {"test": how two groups' values are compared}}`` or ``{METRIC: {"why": why they cannot be}}``
     for each headline metric of ``exp``: its declaration (:func:`declared_comparisons`), else from its metrics on
-    :data:`PROBE_SUBJECTS` simulated subjects of its first declared agent
+    :data:`~cogtestbed.validation.studies.metric_studies.PROBE_SUBJECTS` simulated subjects of its first declared agent
     (:func:`~cogtestbed.validation.studies.metric_studies.difference_test`'s rules; nothing is simulated where
     every headline metric is declared)."""
-    from cogtestbed.validation.studies.metric_studies import difference_test
+    from cogtestbed.validation.studies.metric_studies import difference_test, probe_metrics
 
     out = declared_comparisons(exp)
     rest = [m for m in exp.metrics.headline if m not in out]
     if not rest:
         return out
-    result = _probe_result(exp, seed)
+    result = probe_metrics(exp, seed)
     for metric in rest:
         try:
             out[metric] = {"test": difference_test(result, result, metric, exp.metrics.unit)[0]}
         except InputError as exc:
             out[metric] = {"why": str(exc)}
     return out
-
-
-def probe_tests(exp: Any, seed: int = 0) -> list[str]:
-    """The statistical tests a test target of ``exp`` may name (``plan --test KEY``): the tests its metrics declare
-    (:attr:`MetricsSpec.tests <cogtestbed.experiments.spec.MetricsSpec.tests>`), then each other headline metric
-    whose value in the metrics of :data:`PROBE_SUBJECTS` simulated subjects is a test (a mapping with ``p_value``
-    or ``reject``: :func:`~cogtestbed.validation.studies.metric_studies.test_outcome`) or is null there (too few
-    subjects to tell: kept, the study decides)."""
-    declared = list(exp.metrics.tests)
-    rest = [m for m in exp.metrics.headline if m not in declared]
-    if not rest:
-        return declared
-    result = _probe_result(exp, seed)
-    values, nulls = {**result, **result["metrics"]}, set(result.get("null_reasons") or {})
-    return declared + [m for m in rest if m in nulls or (isinstance(values.get(m), Mapping)
-                                                          and bool({"p_value", "reject"} & set(values[m])))]
-
-
-def _probe_result(exp: Any, seed: int) -> Any:
-    """The metrics of :data:`PROBE_SUBJECTS` simulated subjects of ``exp``'s first declared agent."""
-    from cogtestbed.simulation import simulate
-
-    table = simulate(exp, exp.declared_agents[0], PROBE_SUBJECTS, seed, design=exp.design_cls())
-    return exp.metrics(table, **dict(exp.metrics.smoke_options))
 
 
 @functools.cache
@@ -140,6 +114,14 @@ def _probed(exp: Any) -> dict[str, dict[str, str]]:
     if key not in _PROBED:
         _PROBED[key] = probe_comparisons(exp)
     return _PROBED[key]
+
+
+def probe_tests(exp: Any, seed: int = 0) -> list[str]:
+    """The tests a test target of ``exp`` may name, probed
+    (:func:`~cogtestbed.validation.studies.metric_studies.probe_tests`, which the study's own check uses too)."""
+    from cogtestbed.validation.studies import metric_studies
+
+    return metric_studies.probe_tests(exp, seed)
 
 
 def statistical_tests(exp: Any) -> list[str]:

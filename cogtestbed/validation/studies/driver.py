@@ -107,8 +107,10 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
         raise InputError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
                          f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
     test = getattr(spec, "test", None)
-    if test is not None:
-        valid_tests = tuple(exp.metrics.tests) or _headline(exp)
+    if test is not None and test not in exp.metrics.tests:
+        from cogtestbed.validation.studies.metric_studies import named_tests
+
+        valid_tests = named_tests(exp)  # a headline metric only where its value is a test
         if test not in valid_tests:
             aliases = ", ".join(f"{k} = {v}" for k, v in exp.metrics.aliases.items())
             raise UnknownNameError("test", test, valid_tests,

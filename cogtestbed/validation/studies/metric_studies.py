@@ -185,6 +185,46 @@ def prefix_differences(results_a: Sequence[Mapping[str, Any]], results_b: Sequen
     return p, diff
 
 
+#: Subjects a probe of an experiment's metrics simulates (the fewest every metrics function computes on).
+PROBE_SUBJECTS = 3
+
+
+def probe_metrics(exp: ExperimentSpec, seed: int = 0) -> Any:
+    """The metrics of :data:`PROBE_SUBJECTS` simulated subjects of ``exp``'s first declared agent (its default
+    design, the metrics' smoke options): what a metrics function returns is known only by running it."""
+    from cogtestbed.simulation import simulate
+
+    table = simulate(exp, exp.declared_agents[0], PROBE_SUBJECTS, seed, design=exp.design_cls())
+    return exp.metrics(table, **dict(exp.metrics.smoke_options))
+
+
+def probe_tests(exp: ExperimentSpec, seed: int = 0) -> list[str]:
+    """The statistical tests a test target of ``exp`` may name (``--test KEY``): the tests its metrics declare
+    (:attr:`MetricsSpec.tests <cogtestbed.experiments.spec.MetricsSpec.tests>`), then each other headline metric
+    whose value in :func:`probe_metrics` is a test (a mapping with ``p_value`` or ``reject``: :func:`test_outcome`)
+    or is null there (too few subjects to tell: kept, the study decides)."""
+    declared = list(exp.metrics.tests)
+    rest = [m for m in exp.metrics.headline if m not in declared]
+    if not rest:
+        return declared
+    result = probe_metrics(exp, seed)
+    values, nulls = {**result, **result["metrics"]}, set(result.get("null_reasons") or {})
+    return declared + [m for m in rest if m in nulls or (isinstance(values.get(m), Mapping)
+                                                          and bool({"p_value", "reject"} & set(values[m])))]
+
+
+#: :func:`probe_tests` made in this process, by experiment name and metrics function.
+_PROBED_TESTS: dict[tuple[str, int], list[str]] = {}
+
+
+def named_tests(exp: ExperimentSpec) -> list[str]:
+    """:func:`probe_tests` of ``exp``, probed once a process."""
+    key = (exp.name, id(exp.metrics.fn))
+    if key not in _PROBED_TESTS:
+        _PROBED_TESTS[key] = probe_tests(exp)
+    return _PROBED_TESTS[key]
+
+
 def test_outcome(result: Mapping[str, Any], test: str, level: float) -> tuple[bool, float]:
     """(rejected, p-value) of the statistical test ``test`` the metrics result reports.
 

@@ -184,7 +184,7 @@ REFUSED: list[tuple[str, dict[str, Any], list[str], str]] = [
       LLMS[1]], "'t2' of belief-coherence cannot be compared between two groups: .*comparable: t1_cmi"),
     ("two-step", {"metric": "nope", "compare": ("hybrid:w=0.2", "hybrid:w=0.8"), "llm": LLMS},
      ["--metric", "nope", "--compare", "hybrid:w=0.2", "hybrid:w=0.8", "--llm", LLMS[0], "--llm", LLMS[1]],
-     "no headline metric of two-step: the metrics two groups can be compared in are model_basedness, performance"),
+     "no headline metric of two-step: the metrics two groups can be compared in are performance, model_basedness"),
     ("instrumental-learning", {"model": "rw-pm", "effect": {"nope": 0.2}, "llm": LLMS[1]},
      ["--model", "rw-pm", "--effect", "nope=0.2", "--llm", LLMS[1]],
      "effect.? nope: model rw-pm can plan alpha_pos, alpha_neg, beta, optimism_bias"),
@@ -399,3 +399,17 @@ def test_a_headline_metric_that_is_no_test_is_refused_before_the_study() -> None
     assert metric_studies.named_tests(ct.get_experiment("two-step")) == []
     with pytest.raises(UnknownNameError, match=r"^unknown test 'nope' for belief-coherence"):
         ct.power("belief-coherence", test="nope", agent="logit-rum")
+
+
+def test_the_comparisons_are_in_the_headline_order_whether_shipped_or_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``comparisons`` (``list``, the facts, the refusal's list) give the headline's order from the shipped probe
+    (written with sorted keys) and from a fresh probe alike: before, the facts generated from a stale probe listed
+    the metrics in another order than from a fresh one."""
+    from cogtestbed.validation.design import capabilities
+    from cogtestbed.validation.design.facts import facts_of
+
+    exp = ct.get_experiment("instrumental-learning")
+    shipped = facts_of(exp).comparisons
+    monkeypatch.setattr(capabilities, "_shipped", dict)  # nothing shipped: probed again
+    assert list(shipped) == list(facts_of(exp).comparisons) == list(exp.metrics.headline)
+    assert shipped == facts_of(exp).comparisons

@@ -92,16 +92,17 @@ def _shipped() -> dict[str, dict[str, Any]]:
 def comparisons(exp: Any) -> dict[str, dict[str, str]]:
     """How each headline metric of ``exp`` is compared between two groups, or why it cannot be: the shipped
     probe for a package experiment, else :func:`probe_comparisons` (cached); a declared comparison
-    (:func:`declared_comparisons`) always wins."""
+    (:func:`declared_comparisons`) always wins.  In the headline's order, wherever the rows come from."""
     declared = declared_comparisons(exp)
     if set(exp.metrics.headline) <= set(declared):
-        return {m: declared[m] for m in exp.metrics.headline}
-    shipped = dict(_shipped().get(exp.name) or {})
-    source = shipped.pop("_source", None)
-    shipped.pop(TESTS_KEY, None)
-    if shipped and set(shipped) == set(exp.metrics.headline) and source == {"fingerprint": fingerprint(exp)}:
-        return {**shipped, **declared}
-    return {**_probed(exp), **declared}
+        rows = declared
+    else:
+        shipped = dict(_shipped().get(exp.name) or {})
+        source = shipped.pop("_source", None)
+        shipped.pop(TESTS_KEY, None)
+        fresh = shipped and set(shipped) == set(exp.metrics.headline) and source == {"fingerprint": fingerprint(exp)}
+        rows = {**(shipped if fresh else _probed(exp)), **declared}
+    return {m: rows[m] for m in exp.metrics.headline}
 
 
 #: Probes made in this process, by (experiment name, :func:`fingerprint`): an experiment spec holds dicts and

@@ -264,6 +264,26 @@ def parse_assignments(items: Sequence[str], option: str = "") -> dict[str, float
     return out
 
 
+def check_parameter_names(values: Mapping[str, Any], valid: set[str], what: str) -> None:
+    """Refuse names in ``values`` that are no parameter of ``what`` (one line listing the valid ones)."""
+    bad = sorted(set(values) - valid)
+    if bad:
+        noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
+        raise InputError(f"{', '.join(bad)} {noun} of {what}; valid: {', '.join(sorted(valid)) or '(none)'}")
+
+
+def check_setting_bounds(option: str, agent: str, params: Mapping[str, Any], settings: Sequence[Mapping[str, Any]],
+                         bounds: Mapping[str, Any]) -> None:
+    """Refuse a value of ``params`` or of each of ``settings`` on top of them (an agent's ``option``: ``compare``,
+    ``agent``) outside its parameter's bounds (``bounds``: name -> anything with ``lower`` and ``upper``)."""
+    for setting in settings or [{}]:
+        for name, value in {**params, **setting}.items():
+            p = bounds.get(name)
+            if p is not None and not p.lower <= float(value) <= p.upper:
+                raise InputError(f"`{option}` {agent}: {name}={float(value):g} is outside its bounds "
+                                 f"[{p.lower:g}, {p.upper:g}]")
+
+
 def parse_agent(text: str) -> tuple[str, dict[str, float]]:
     """``AGENT[:p=v,q=w]`` → (agent name, parameter values)."""
     name, _, rest = text.partition(":")

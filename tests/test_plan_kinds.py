@@ -229,8 +229,8 @@ def test_the_shipped_comparisons_are_what_the_metrics_return() -> None:
         comparable_metrics,
         fingerprint,
         probe_comparisons,
-        probe_tests,
     )
+    from cogtestbed.validation.studies.metric_studies import probe_tests
 
     assert set(_shipped()) == set(ct.experiments())
     stale = [n for n, row in _shipped().items() if row["_source"]["fingerprint"] != fingerprint(ct.get_experiment(n))]

@@ -34,4 +34,11 @@ class UnknownNameError(CogtestbedError, KeyError):
         return self.message
 
 
-__all__ = ["UnknownNameError"]
+def unknown_test(test: str, valid: list[str] | tuple[str, ...], experiment: str,
+                 aliases: Mapping[str, str]) -> UnknownNameError:
+    """The error for a ``test`` the experiment's metrics do not report, naming the paper's ``aliases``."""
+    named = ", ".join(f"{k} = {v}" for k, v in aliases.items())
+    return UnknownNameError("test", test, valid, experiment + (f" (the paper's names: {named})" if named else ""))
+
+
+__all__ = ["UnknownNameError", "unknown_test"]

@@ -30,7 +30,8 @@ from cogtestbed.errors import InputError
 
 #: The shipped probe (:func:`probe_comparisons` of every package experiment).
 SHIPPED = Path(__file__).with_name("metric_tests.json")
-#: The key of an experiment's shipped row listing its statistical tests (:func:`probe_tests`).
+#: The key of an experiment's shipped row listing its statistical tests
+#: (:func:`~cogtestbed.validation.studies.metric_studies.probe_tests`).
 TESTS_KEY = "_tests"
 
 
@@ -117,28 +118,17 @@ def _probed(exp: Any) -> dict[str, dict[str, str]]:
     return _PROBED[key]
 
 
-def probe_tests(exp: Any, seed: int = 0) -> list[str]:
-    """The tests a test target of ``exp`` may name, probed
-    (:func:`~cogtestbed.validation.studies.metric_studies.probe_tests`, which the study's own check uses too)."""
-    from cogtestbed.validation.studies import metric_studies
-
-    return metric_studies.probe_tests(exp, seed)
-
-
 def statistical_tests(exp: Any) -> list[str]:
-    """The tests a test target of ``exp`` may name (:func:`probe_tests`): the shipped probe for a package
-    experiment whose metrics source is unchanged, else probed (cached)."""
+    """The tests a test target of ``exp`` may name
+    (:func:`~cogtestbed.validation.studies.metric_studies.probe_tests`): the shipped probe for a package experiment
+    whose metrics source is unchanged, else probed once a process
+    (:func:`~cogtestbed.validation.studies.metric_studies.named_tests`, the study's own check)."""
     shipped = _shipped().get(exp.name) or {}
     if TESTS_KEY in shipped and shipped.get("_source") == {"fingerprint": fingerprint(exp)}:
         return list(shipped[TESTS_KEY])
-    key = (exp.name, fingerprint(exp))
-    if key not in _TESTS:
-        _TESTS[key] = probe_tests(exp)
-    return _TESTS[key]
+    from cogtestbed.validation.studies.metric_studies import named_tests
 
-
-#: :func:`probe_tests` made in this process, by (experiment name, :func:`fingerprint`).
-_TESTS: dict[tuple[str, str], list[str]] = {}
+    return named_tests(exp)
 
 
 def comparable_metrics(exp: Any) -> list[str]:
@@ -177,6 +167,7 @@ def planning(exp: Any) -> dict[str, Any]:
 def write_shipped(names: list[str] | None = None) -> Path:
     """Probe the package's experiments (``names``; default all) and write :data:`SHIPPED`."""
     from cogtestbed.registry import EXPERIMENTS, get_experiment
+    from cogtestbed.validation.studies.metric_studies import probe_tests
 
     table: dict[str, Mapping[str, Any]] = dict(_shipped())
     for name in names or list(EXPERIMENTS.builtin_names()):

@@ -137,14 +137,11 @@ def check_agent_settings(spec: Any, exp: Any) -> None:
     compare = getattr(spec, "compare", None)
     if not hasattr(spec, "agent") or not hasattr(spec, "params"):
         return
-    field, settings = ("compare", list(compare)) if compare is not None else ("agent", [{}])
+    from cogtestbed.parameters import check_setting_bounds
+
+    field, settings = ("compare", list(compare)) if compare is not None else ("agent", [])
     bounds = {p.name: p for p in exp.agent(spec.agent).parameters}
-    for setting in settings:
-        for name, value in {**spec.params, **setting}.items():
-            p = bounds.get(name)
-            if p is not None and not p.lower <= float(value) <= p.upper:
-                raise InputError(f"`{field}` {spec.agent}: {name}={float(value):g} is outside its bounds "
-                                 f"[{p.lower:g}, {p.upper:g}]")
+    check_setting_bounds(field, spec.agent, spec.params, settings, bounds)
 
 
 def check_target_mix(req: PlanRequest, llms: list[str]) -> None:
@@ -240,32 +237,22 @@ def _check_agent_facts(facts: Any, field_: str, agent: str, params: dict[str, An
     """The agent ``agent`` of ``facts``, each of ``settings`` on top of ``params`` within its bounds, and every name
     a parameter of the agent (in the order the loaded checks refuse them)."""
     from cogtestbed.experiments._names import UnknownNameError
+    from cogtestbed.parameters import check_parameter_names, check_setting_bounds
 
     if agent not in facts.agents:
         raise UnknownNameError("agent", agent, list(facts.agents), f"experiment {facts.name}")
     bounds = {p.name: p for p in facts.agents[agent]}
-    for setting in settings or [{}]:
-        for name, value in {**params, **setting}.items():
-            p = bounds.get(name)
-            if p is not None and not p.lower <= float(value) <= p.upper:
-                raise InputError(f"`{field_}` {agent}: {name}={float(value):g} is outside its bounds "
-                                 f"[{p.lower:g}, {p.upper:g}]")
+    check_setting_bounds(field_, agent, params, settings, bounds)
     for setting in (params, *settings):
-        bad = sorted(set(setting) - set(bounds))
-        if bad:
-            noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
-            valid = ", ".join(sorted(bounds)) or "(none)"
-            raise InputError(f"{', '.join(bad)} {noun} of agent {agent}; valid: {valid}")
+        check_parameter_names(setting, set(bounds), f"agent {agent}")
 
 
 def _check_test_facts(facts: Any, test: str) -> None:
-    """``test`` one the experiment's metrics report (its declared tests, else its headline metrics)."""
-    from cogtestbed.experiments._names import UnknownNameError
+    """``test`` one the experiment's metrics report (its facts' ``tests``)."""
+    from cogtestbed.experiments._names import unknown_test
 
     if test not in facts.tests:
-        aliases = ", ".join(f"{k} = {v}" for k, v in facts.aliases.items())
-        raise UnknownNameError("test", test, facts.tests,
-                               facts.name + (f" (the paper's names: {aliases})" if aliases else ""))
+        raise unknown_test(test, facts.tests, facts.name, facts.aliases)
 
 
 def check_lapse_fit(req: PlanRequest) -> None:

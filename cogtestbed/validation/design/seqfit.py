@@ -52,13 +52,13 @@ class SubjectFit:
         """``model`` searched this way (the model itself where nothing changes)."""
         grid, starts = self.settings(model)
         stop = self.stopping(model)
-        if (grid, starts, *stop) == (model.grid_points, model.n_starts, *_own_stopping(model)):
+        if (grid, starts, *stop) == (model.grid_points, model.n_starts, *model.bfgs_stop):
             return model
         return _coarse(type(model), grid, starts, *stop)
 
     def stopping(self, model: CognitiveModel) -> tuple[int, float, float]:
         """(BFGS iterations a start, gtol, ftol) used for ``model``: never more iterations than its own."""
-        own_iter, own_gtol, own_ftol = _own_stopping(model)
+        own_iter, own_gtol, own_ftol = model.bfgs_stop
         cap = dict(self.max_iter_of).get(family(model), self.max_iter)
         return (own_iter if cap is None else min(cap, own_iter),
                 own_gtol if self.gtol is None else self.gtol, own_ftol if self.ftol is None else self.ftol)
@@ -78,7 +78,7 @@ class SubjectFit:
                "start_grid_size": len(fitted.start_grid()), "full_grid_points": model.grid_points,
                "full_n_starts": model.n_starts, "full_start_grid_size": len(model.start_grid())}
         stop = self.stopping(model)
-        if stop != _own_stopping(model):  # recorded where it differs: a plan without it runs the model's own
+        if stop != model.bfgs_stop:  # recorded where it differs: a plan without it runs the model's own
             out.update({"max_iter": stop[0], "gtol": stop[1], "ftol": stop[2], "full_max_iter": model.bfgs_stop[0]})
         return out
 
@@ -207,10 +207,6 @@ def fit_of(statistic: Mapping[str, Any] | None) -> SubjectFit:
     rec = (statistic or {}).get("fit") or {}
     return SubjectFit(rec.get("grid_points"), rec.get("n_starts"), rec.get("max_iter"), rec.get("gtol"),
                       rec.get("ftol"))
-
-
-def _own_stopping(model: CognitiveModel) -> tuple[int, float, float]:
-    return model.bfgs_stop
 
 
 @functools.lru_cache(maxsize=64)

@@ -56,11 +56,13 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.errors import CogtestbedError, InputError
+from cogtestbed.experiments._names import unknown_test
 from cogtestbed.experiments.spec import STUDY_KINDS, ExperimentSpec, StudyDecl, UnknownNameError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.hierarchical import (
     ConvergenceWarning,
 )
+from cogtestbed.parameters import check_parameter_names
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.errors import StudyFailure, StudyInputError, WorkerDied
 from cogtestbed.validation.studies.study_data import TaskFn, design_for_trials, study_chunk
@@ -101,7 +103,7 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
     agent = exp.agent(spec.agent)
     names = set(agent.parameters.names)
     for setting in (spec.params, *getattr(spec, "compare", ())):
-        _check_names(setting, names, f"agent {spec.agent}")
+        check_parameter_names(setting, names, f"agent {spec.agent}")
     fields_ = set(getattr(exp.design_cls, "model_fields", {}))
     if spec.parameter is not None and spec.parameter not in names | fields_:
         raise InputError(f"{spec.parameter!r} is neither a parameter of agent {spec.agent} "
@@ -112,9 +114,7 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
 
         valid_tests = named_tests(exp)  # a headline metric only where its value is a test
         if test not in valid_tests:
-            aliases = ", ".join(f"{k} = {v}" for k, v in exp.metrics.aliases.items())
-            raise UnknownNameError("test", test, valid_tests,
-                                   exp.name + (f" (the paper's names: {aliases})" if aliases else ""))
+            raise unknown_test(test, valid_tests, exp.name, exp.metrics.aliases)
     metric = getattr(spec, "metric", None)
     if metric is not None and metric not in _headline(exp):
         valid = _headline(exp)
@@ -135,7 +135,7 @@ def _check_models(spec: ModelStudy, exp: ExperimentSpec) -> None:
         _check_model_settings(spec, exp, exp.model(m))
     if isinstance(spec, ModelRecoveryStudy):
         known = {p for m in spec.models for p in exp.model(m).parameters.names}
-        _check_names({**spec.fixed, **spec.ranges}, known, f"models {', '.join(spec.models)}")
+        check_parameter_names({**spec.fixed, **spec.ranges}, known, f"models {', '.join(spec.models)}")
 
 
 def concurrent_tasks(spec: StudySpec, workers: int | None) -> int:
@@ -192,18 +192,11 @@ def _estimate_rows(spec: StudySpec, exp: ExperimentSpec) -> int:
     return spec.reps * sum(spec.subjects) * len(spec.trials) * len(spec.runs) * per_subject
 
 
-def _check_names(values: Mapping[str, Any], valid: set[str], what: str) -> None:
-    bad = sorted(set(values) - valid)
-    if bad:
-        noun = "is not a parameter" if len(bad) == 1 else "are not parameters"
-        raise InputError(f"{', '.join(bad)} {noun} of {what}; valid: {', '.join(sorted(valid)) or '(none)'}")
-
-
 def _check_model_settings(spec: ModelStudy, exp: ExperimentSpec, model: CognitiveModel) -> None:
     names = set(model.parameters.names)
     if spec.kind != "model-recovery":
         for setting in ("fixed", "ranges", "base"):
-            _check_names(getattr(spec, setting, {}), names, f"model {model.name}")
+            check_parameter_names(getattr(spec, setting, {}), names, f"model {model.name}")
     if isinstance(spec, RecoveryStudy) and names <= set(spec.fixed):
         raise InputError(f"every parameter of {model.name} is fixed ({', '.join(sorted(names))}): nothing is left "
                          "to recover; drop a `fix`")
@@ -212,7 +205,7 @@ def _check_model_settings(spec: ModelStudy, exp: ExperimentSpec, model: Cognitiv
     if spec.method == "hierarchical" and not model.has_pymc:
         raise InputError(f"model {model.name} has no PyMC version: use method='mle'")
     gen = exp.generator(model.name)
-    _check_names(spec.params, set(exp.agent(gen.agent).parameters.names), f"agent {gen.agent}")
+    check_parameter_names(spec.params, set(exp.agent(gen.agent).parameters.names), f"agent {gen.agent}")
 
 
 def _headline(exp: ExperimentSpec) -> tuple[str, ...]:

@@ -209,8 +209,12 @@ def probe_tests(exp: ExperimentSpec, seed: int = 0) -> list[str]:
         return declared
     result = probe_metrics(exp, seed)
     values, nulls = {**result, **result["metrics"]}, set(result.get("null_reasons") or {})
-    return declared + [m for m in rest if m in nulls or (isinstance(values.get(m), Mapping)
-                                                          and bool({"p_value", "reject"} & set(values[m])))]
+    return declared + [m for m in rest if m in nulls or _is_test(values.get(m))]
+
+
+def _is_test(value: Any) -> bool:
+    """Whether a metrics result's ``value`` is a statistical test: a mapping with ``p_value`` or ``reject``."""
+    return isinstance(value, Mapping) and bool({"reject", "p_value"} & set(value))
 
 
 #: :func:`probe_tests` made in this process, by experiment name and metrics function.
@@ -236,7 +240,7 @@ def test_outcome(result: Mapping[str, Any], test: str, level: float) -> tuple[bo
     value = result.get(test, result["metrics"].get(test))
     if value is None and test in (result.get("null_reasons") or {}):
         return False, float("nan")
-    if not isinstance(value, Mapping) or not ({"reject", "p_value"} & set(value)):
+    if not _is_test(value):
         raise InputError(f"{test!r} is not a statistical test of the metrics result "
                          "(a mapping with 'p_value' or 'reject')")
     p = float(value.get("p_value", float("nan")))

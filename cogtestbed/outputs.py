@@ -3,7 +3,8 @@
 * an output is checked **before** anything is computed: its folder can be created and written,
   and an existing output is refused unless ``--force`` is given (one overwrite policy for every
   command: :func:`check_output_file`, :func:`output_dir`);
-* folders created for a command that then fails are removed again (no empty ``-o`` folders);
+* folders created for a command that then fails are removed again (no empty ``-o`` folders); one
+  ended by a signal leaves none, also where it ends at once (:func:`remove_created_outputs`);
 * every file is written to a temporary name and renamed (:func:`atomic_write_bytes`), with the
   permissions an ordinary ``open()`` would give it (``0666`` less the umask), so a failure never
   leaves a half-written file and atomic files look like every other file.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -103,6 +105,62 @@ def atomic_write_bytes(path: Path, write: Callable[[Path], Any]) -> None:
         if failed is not None and failed is not exc:
             raise failed from exc
         raise
+
+
+#: What this process's open output blocks (:func:`output_dir`, :func:`claim_file`) created: one entry per block, the
+#: process's id (a forked worker inherits the list, not the folders) and the folders it created, innermost first (the
+#: block's own folder, then missing parents).
+_CREATED: list[tuple[int, list[Path]]] = []
+#: The claim markers this process holds (:func:`_claimed`), with its id.
+_HELD_CLAIMS: list[tuple[int, Path]] = []
+
+
+def _remove_created(created: list[Path], whole: bool) -> None:
+    """Remove the folders ``created`` by one output block (innermost first): each only where empty, or with
+    ``whole`` the innermost with what it holds (the block's own folder: only this command wrote there; its parents
+    still only where empty).  A file written while the folder is removed (a worker's) is caught by a second pass."""
+    for i, folder in enumerate(created):
+        if whole and i == 0:
+            for _ in range(2):
+                shutil.rmtree(folder, ignore_errors=True)
+                if not os.path.lexists(folder):
+                    break
+        else:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+
+
+def remove_created_outputs() -> None:
+    """Remove what this process's open output blocks created, for a process that ends at once (a signal with no
+    place to raise: :mod:`cogtestbed.cli.signals`), where the blocks' own clean-up will not run: the folders they
+    created with what they hold (as a block does when a signal's exception unwinds it), and the claim markers this
+    process holds.  A folder that existed before the command is kept with its files; nothing outside the created
+    folders is touched; a forked process removes nothing of its parent's.  Light enough for a signal handler:
+    file-system calls only."""
+    me = os.getpid()
+    for pid, marker in list(_HELD_CLAIMS):
+        if pid == me:
+            with contextlib.suppress(OSError):
+                marker.unlink()
+    for pid, created in reversed(list(_CREATED)):  # the innermost block first
+        if pid == me:
+            _remove_created(created, whole=True)
+
+
+@contextlib.contextmanager
+def _created_by_block(created: list[Path]) -> Iterator[None]:
+    """Hold ``created`` (the folders an output block is about to create) in :data:`_CREATED` while the block runs;
+    remove them if it raises: where empty, or with what they hold when a signal's exception (``KeyboardInterrupt``,
+    a ``SystemExit`` such as :class:`cogtestbed.cli.signals.Terminated`) ends the command."""
+    entry = (os.getpid(), created)
+    _CREATED.append(entry)
+    try:
+        yield
+    except BaseException as exc:
+        _remove_created(created, whole=isinstance(exc, (KeyboardInterrupt, SystemExit)))
+        raise
+    finally:
+        _CREATED.remove(entry)
 
 
 def _why(exc: OSError) -> str:
@@ -210,36 +268,33 @@ def claim_file(path: Path, force: bool = False) -> Iterator[Path]:
     (``.NAME.cogtestbed-writing``) created exclusively, so of two commands writing one file at once
     one wins and the other is refused; then an existing ``path`` is refused unless ``force``.  Missing
     folders of ``path`` are created first (the marker lives there) and removed again, where still
-    empty, if the body raises."""
+    empty, if the body raises (with what they hold, if a signal ends the command: :func:`_created_by_block`)."""
     path = Path(path)
-    created = _missing_parents(path.parent)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create the folder of output {path}: {_why(exc)}") from None
-    try:
+    with _created_by_block(_missing_parents(path.parent)):
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot create the folder of output {path}: {_why(exc)}") from None
         with _claimed(path.with_name(f".{path.name}{CLAIM_FILE}")) as ours:
             if ours and not force and path.exists():
                 raise OutputError(f"output {path} exists; pass `force` to overwrite it")
             yield path
-    except BaseException:
-        for folder in created:  # innermost first
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise
 
 
 @contextlib.contextmanager
 def _claimed(marker: Path) -> Iterator[bool]:
     """Hold the claim ``marker`` while the body runs (:func:`_take_claim`; True when this call took
     it, False when this process already held it), removing a marker it took at the end."""
-    ours = _take_claim(marker)
+    ours, held = _take_claim(marker), (os.getpid(), marker)
+    if ours:
+        _HELD_CLAIMS.append(held)
     try:
         yield ours
     finally:
         if ours:
             with contextlib.suppress(FileNotFoundError):
                 marker.unlink()
+            _HELD_CLAIMS.remove(held)
 
 
 @contextlib.contextmanager
@@ -250,7 +305,8 @@ def output_dir(path: Path | None, force: bool = False) -> Iterator[Path | None]:
     command is writing there (:func:`claim_folder`: of two commands started at once, one wins); it
     cannot be created or written.  The folder (and missing parents) are created up front so the
     check is real, and removed again if the body raises (only folders this call created, only if
-    empty).  ``None`` (no ``-o``) passes through.
+    empty; if a signal ends the command, the output folder with what it holds: :func:`_created_by_block`, and
+    :func:`remove_created_outputs` where the process ends at once).  ``None`` (no ``-o``) passes through.
     """
     if path is None:
         yield None
@@ -258,17 +314,11 @@ def output_dir(path: Path | None, force: bool = False) -> Iterator[Path | None]:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise OutputError(f"output {path} exists and is not a folder")
-    created = _missing_parents(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"cannot create output folder {path}: {_why(exc)}") from None
-    try:
+    with _created_by_block(_missing_parents(path)):
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot create output folder {path}: {_why(exc)}") from None
         _probe_folder(path, f"output folder {path}")
         with claim_folder(path, force):
             yield path
-    except BaseException:
-        for folder in created:  # innermost first
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise

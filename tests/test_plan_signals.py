@@ -217,3 +217,76 @@ def test_a_signal_during_a_plan_ends_it_in_one_line(sig: int, delay: float, stat
     for bad in ("Traceback", "RuntimeError", "Exception ignored", "SystemError"):
         assert bad not in err, err
     assert err.strip().splitlines()[-1] == line
+
+
+#: A command that claims a new output folder (``deep/new``, as ``plan -o`` does: cogtestbed.outputs.output_dir) and
+#: a user's folder (``mine``), writes part of its files, then sits where no signal is raised (a frame under numba):
+#: with GIVE_UP_S at 0.3 s, a SIGTERM takes the immediate exit of cogtestbed.cli.signals.
+FALLBACK = """
+import os, sys, time
+from pathlib import Path
+from cogtestbed.cli import signals
+from cogtestbed.outputs import atomic_write_bytes, output_dir
+
+signals.GIVE_UP_S, signals.RELAX_S = 0.3, 0.1
+under_numba = {}
+exec(compile("def sit():\\n    while True:\\n        time.sleep(0.05)", os.path.join(os.sep + "site-packages", "numba",
+     "core", "fake.py"), "exec"), {"time": time}, under_numba)
+tmp = Path(sys.argv[1])
+with signals.handle_signals(), output_dir(tmp / "deep" / "new"), output_dir(tmp / "mine", force=True):
+    (tmp / "deep" / "new" / "plan.json").write_text("{")  # partly written
+    atomic_write_bytes(tmp / "mine" / "plan.json", lambda p: p.write_text("{}"))
+    print("ready", flush=True)
+    under_numba["sit"]()
+print("unreachable", flush=True)
+"""
+
+
+@pytest.mark.parametrize(("sig", "status", "line"), [(signal.SIGTERM, 128 + signal.SIGTERM, "error: terminated"),
+                                                     (signal.SIGINT, 128 + signal.SIGINT, "error: interrupted")])
+def test_a_signal_that_ends_the_process_at_once_removes_the_folders_it_created(
+        sig: int, status: int, line: str, tmp_path: Path) -> None:
+    """Where a signal finds no place to raise within GIVE_UP_S the process ends at once (os._exit: no block unwinds);
+    before, the output folder it had created was left behind with its partial files.  The user's folder stays, with
+    its files and without the command's claim marker."""
+    from cogtestbed.outputs import CLAIM_FILE
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-c", FALLBACK, str(tmp_path)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n", proc.communicate(timeout=30)
+    assert (tmp_path / "deep" / "new" / "plan.json").exists() and (mine / CLAIM_FILE).exists()
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == status, err
+    assert 0.3 <= time.monotonic() - sent < 3  # the immediate exit after GIVE_UP_S, not an unwound exception
+    assert err.strip().splitlines() == [line] and "unreachable" not in out
+    assert not (tmp_path / "deep").exists(), "the folder the command created was left behind"
+    assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "plan.json"]
+    assert (mine / "notes.txt").read_text() == "the user's"
+
+
+def test_a_signal_unwinding_an_output_block_removes_its_folder_with_its_files(tmp_path: Path) -> None:
+    """The raised path removes what the immediate exit removes: the folder the command created, partial files and
+    all (an ordinary error keeps a folder that holds files, as before); a user's folder stays with its files."""
+    from cogtestbed.cli.signals import Terminated
+    from cogtestbed.outputs import output_dir
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's")
+    for stop in (Terminated, KeyboardInterrupt):
+        with pytest.raises(stop), output_dir(tmp_path / "deep" / "new"), output_dir(mine, force=True):
+            (tmp_path / "deep" / "new" / "plan.json").write_text("{")
+            (mine / "plan.json").write_text("{")
+            raise stop()
+        assert not (tmp_path / "deep").exists()
+        assert sorted(p.name for p in mine.iterdir()) == ["notes.txt", "plan.json"]
+    with pytest.raises(RuntimeError), output_dir(tmp_path / "deep" / "new"):
+        (tmp_path / "deep" / "new" / "plan.json").write_text("{")
+        raise RuntimeError("the study failed")
+    assert (tmp_path / "deep" / "new" / "plan.json").exists()  # an error, not a signal: the files are kept

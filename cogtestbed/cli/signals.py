@@ -18,10 +18,14 @@ blocking wait made to be interrupted (``Condition.wait``'s acquire, under every 
 library whose compiled code calls Python (numba, llvmlite, pydantic): elsewhere they try again every
 :data:`RETRY_S` (SIGALRM) until the main thread is in such a place (after :data:`RELAX_S`, any library's code
 but those).  A signal that finds none within :data:`GIVE_UP_S` ends the process at once with its line and
-status (worker processes die with their parent: ``PR_SET_PDEATHSIG``); one that finds none before the command
-ends (it was finishing in a library's code), or whose exception a library swallows, gives its line and status
-all the same (:func:`received_signal`; a command still running :data:`GIVE_UP_S` after the exception was raised
-ends at once).  A second signal while the first unwinds is not raised into the clean-up.
+status, having removed the folders the command created as the raised path does (the output blocks' registry:
+:func:`cogtestbed.outputs.remove_created_outputs`; a folder that existed before the command is kept with its files,
+less this process's claim marker); worker processes die with their parent (``PR_SET_PDEATHSIG``) and write no
+output file (the main process writes them).  One that finds none before the command ends (it was finishing in a
+library's code), or whose exception a library swallows, gives its line and status all the same
+(:func:`received_signal`; a command still running :data:`GIVE_UP_S` after the exception was raised ends at once,
+also removing what it created).  A second signal while the first unwinds is not raised into the clean-up, nor
+into the removal before an immediate end.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+
+from cogtestbed.outputs import remove_created_outputs
 
 #: Exit status of a command ended by SIGTERM (128 + signal number, the shell convention).
 SIGTERM_STATUS = 128 + signal.SIGTERM
@@ -132,10 +138,17 @@ def ending(signum: int) -> tuple[str, int]:
 
 def _exit_now(signum: int) -> None:
     """End the process at once: the signal's line and status (no place to raise it was reached, or its exception
-    was swallowed by a library's bare ``except``)."""
+    was swallowed by a library's bare ``except``), the folders the command created removed first
+    (:func:`cogtestbed.outputs.remove_created_outputs`: the command's output blocks will not unwind)."""
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):  # no second signal into the removal
+        signal.signal(sig, signal.SIG_IGN)
     word, status = ending(signum)
-    os.write(2, f"error: {word}\n".encode())
-    os._exit(status)
+    try:
+        remove_created_outputs()
+    finally:
+        os.write(2, f"error: {word}\n".encode())
+        os._exit(status)
 
 
 def _handle(signum: int, frame: FrameType | None) -> None:

@@ -212,7 +212,7 @@ def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress:
     from cogtestbed.progress import nutpie_progress
 
     with strict_float():
-        compiled = _nutpie_compiled(job.pm_model, key)
+        compiled = _nutpie_compiled(job.pm_model, key, job, draws)
     routed = nutpie_progress(progress, job.cores) if progress is not None else contextlib.nullcontext()
     with routed:
         return nutpie.sample(
@@ -297,35 +297,96 @@ def _more_draws_help(diag: Diagnostics) -> bool:
     return not diag.ok and diag.divergences == 0
 
 
-_COMPILED: dict[Any, Any] = {}
+#: CPU seconds of nutpie's ``numba.cfunc`` compilation of a model (what the Python path of
+#: :func:`~cogtestbed.shims.nutpie_shim.python_model` avoids): 5.5-8.5 measured on RW± 20 × 96 in fresh
+#: processes (docs/benchmarks.md, issue 71 item 4); the project's round figure for the choice below.
+NATIVE_COMPILE_S = 6.0
+#: The Python path's extra CPU a log-density call, as a share of the call (RW± 20 × 96: 8.2 against 6.2
+#: sampling CPU-seconds on one thread, the same draws; issue 71 item 4).
+PYTHON_CALL_OVERHEAD = 0.3
+#: Leapfrog steps a draw the choice assumes: the median of the NumPyro benchmark's nutpie fits (80 fits of
+#: 20 families, 12-974; ``benchmarks/studies/lowrank_per_family.py``'s raw outputs).
+STEPS_PER_DRAW = 21
 
 
-def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...]) -> Any:
-    """nutpie-compiled model of :func:`_compiled_key` ``key``, reused across fits whose models share it.
+@dataclasses.dataclass
+class _Compiled:
+    """A model shape's nutpie models in this process: the Python path (always; cheap to build), the
+    natively compiled model once it pays (:func:`_nutpie_compiled`), and the seconds the Python path is
+    estimated to have cost beyond the native one so far (``rent``)."""
 
-    Compiling a model to numba takes 5-25 CPU-seconds; a recovery or SBC study refits one model to
-    many data sets, an adaptive design or a table with invalid answers gives each data set its own
-    number of observations.  The data live in ``pm.Data`` containers, so a cached compilation is
-    pointed at the new arrays (and at the new lengths of the coordinates, where its graph reads
-    them) with nutpie's ``with_data``.
+    python: Any
+    native: Any = None
+    rent: float = 0.0
+
+    def current(self) -> Any:
+        return self.native if self.native is not None else self.python.model
+
+
+_COMPILED: dict[Any, _Compiled] = {}
+
+
+def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | None = None, draws: int = 0) -> Any:
+    """nutpie's model for :func:`_compiled_key` ``key``, reused across fits whose models share it.
+
+    Two ways to one sampler and the same draws (:func:`~cogtestbed.shims.nutpie_shim.python_model`): the
+    Python path calls PyTensor's NUMBA functions (cached on disk: about a second in a new process) from
+    Python; the native path is ``nutpie.compile_pymc_model``, whose ``numba.cfunc`` wrappers numba
+    cannot cache (about :data:`NATIVE_COMPILE_S` CPU-seconds in every process) and then run
+    :data:`PYTHON_CALL_OVERHEAD` cheaper a call, chains in parallel.  A shape stays on the Python path
+    while its estimated extra cost, summed over the fits of the shape so far (:func:`_python_rent`), stays
+    under the native compile; then it is compiled once (the ski-rental rule: never more than about twice
+    the better choice in hindsight).  ``job`` None: the native model.  The choice changes times, never
+    draws.
+
+    The data live in ``pm.Data`` containers, so a cached model is pointed at the new arrays (and at the
+    new lengths of the coordinates, where its graph reads them) with nutpie's ``with_data``: a recovery
+    or SBC study refits one model to many data sets, an adaptive design or a table with invalid answers
+    gives each data set its own number of observations.
     """
     import nutpie
 
+    from cogtestbed.shims.nutpie_shim import python_model, with_coords
+
+    fresh = key not in _COMPILED
+    if fresh:
+        if len(_COMPILED) > 8:
+            _COMPILED.clear()
+        _COMPILED[key] = _Compiled(python_model(pm_model))
+    entry = _COMPILED[key]
+    if entry.native is None:
+        rent = _python_rent(entry.python, job, draws) if job is not None else float("inf")
+        if entry.rent + rent > NATIVE_COMPILE_S:
+            entry.native = nutpie.compile_pymc_model(pm_model)
+            return entry.native
+        entry.rent += rent
+    if fresh:
+        return entry.current()
+    cached = entry.current()
     data = {d.name: d.get_value() for d in pm_model.data_vars}
     data.update({k: v.get_value() for k, v in pm_model.dim_lengths.items()
                  if hasattr(v, "get_value") and k not in data})
-    if key not in _COMPILED:
-        if len(_COMPILED) > 8:
-            _COMPILED.clear()
-        _COMPILED[key] = nutpie.compile_pymc_model(pm_model)
-        return _COMPILED[key]
-    from cogtestbed.shims.nutpie_shim import with_coords
-
-    cached = _COMPILED[key]
-    compiled = cached.with_data(**{k: v for k, v in data.items() if k in cached.shared_data})
+    compiled = cached.with_data(**{k: v for k, v in data.items() if k in _shared_names(cached)})
     # Coordinates (subject ids) come from the new model, not the cached one.
     coords = {**(cached.coords or {}), **{k: pd.Index(v) for k, v in pm_model.coords.items()}}
     return with_coords(compiled, coords)
+
+
+def _shared_names(compiled: Any) -> set[str]:
+    """The data names a nutpie model's ``with_data`` takes (a compiled model's ``shared_data``, a Python
+    path's ``_shared_data``)."""
+    shared = getattr(compiled, "shared_data", None)
+    return set(shared if shared is not None else compiled._shared_data)
+
+
+def _python_rent(python: Any, job: SamplingJob, draws: int) -> float:
+    """Wall seconds the Python path is estimated to cost beyond the native one on ``job``'s run of
+    ``draws`` a chain after its tuning: its sampling, :data:`STEPS_PER_DRAW` log-density calls a draw at
+    the measured cost of one, takes (1 + :data:`PYTHON_CALL_OVERHEAD`) times that on one thread (its
+    chains hold the GIL), against that spread over ``min(cores, chains)`` threads natively."""
+    calls = job.chains * (job.tune + draws) * STEPS_PER_DRAW
+    sampling = python.logp_seconds() * calls
+    return sampling * (1 + PYTHON_CALL_OVERHEAD) - sampling / max(1, min(job.cores, job.chains))
 
 
 def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:

@@ -55,36 +55,37 @@ def test_the_python_path_draws_what_the_compiled_model_draws(fresh_cache: dict,
             np.testing.assert_allclose(python.idata[group][name].values, values.values, rtol=0, atol=1e-9)
 
 
-def test_a_shape_stays_on_the_python_path_until_its_estimated_extra_cost_passes_the_compile(
+def test_a_shape_stays_on_the_python_path_until_its_extra_cost_passes_the_compile(
         fresh_cache: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The ski-rental rule: each fit of a shape adds the Python path's estimated extra seconds (more on two
-    threads, where the compiled model would run the chains in parallel); the fit that would take the sum
-    past NATIVE_COMPILE_S compiles nutpie's model once, and every later fit of the shape uses it."""
+    """The ski-rental rule: a fit takes the Python path while the shape's rent so far (each run's counted
+    steps at PYTHON_CALL_S, plus the chains' share a native run would spread over two threads) and the
+    next run's estimate stay under NATIVE_COMPILE_S; the fit that would pass it compiles nutpie's model
+    once, and every later fit of the shape uses it."""
     import nutpie
     from nutpie.compiled_pyfunc import PyFuncModel
 
     compiles: list[object] = []
     real = nutpie.compile_pymc_model
     monkeypatch.setattr(nutpie, "compile_pymc_model", lambda m: compiles.append(m) or real(m))
-    pm_model = EXP.model("rw").pymc_model(_trials(), True)
-    key = hs._compiled_key(pm_model, "rw", True)
-    with strict_float():
-        first = hs._nutpie_compiled(pm_model, key, _job(pm_model), 30)
-    entry = fresh_cache[key]
-    one = entry.rent
-    calls = 2 * (30 + 30) * hs.STEPS_PER_DRAW
-    assert 0 < one < 1.0 and isinstance(first, PyFuncModel) and not compiles
-    assert one == pytest.approx(entry.python.logp_seconds() * calls * hs.PYTHON_CALL_OVERHEAD, rel=1.0)
-    two_threads = hs._python_rent(entry.python, _job(pm_model, cores=2), 30)
-    assert two_threads > 2 * one  # a native run would spread its chains over both threads
-    monkeypatch.setattr(hs, "NATIVE_COMPILE_S", 2.5 * one)
-    with strict_float():
-        assert isinstance(hs._nutpie_compiled(pm_model, key, _job(pm_model), 30), PyFuncModel)
-        assert not compiles and entry.rent > one
-        native = hs._nutpie_compiled(pm_model, key, _job(pm_model), 30)  # the third would pass 2.5 fits
-        assert compiles == [pm_model] and entry.native is native and not isinstance(native, PyFuncModel)
-        again = hs._nutpie_compiled(pm_model, key, _job(pm_model, tune=10), 10)
-    assert len(compiles) == 1 and not isinstance(again, PyFuncModel)
+    model, trials = EXP.model("rw"), _trials()
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=1, cores=1, warn=False, log_likelihood=False)
+    (entry,) = fresh_cache.values()
+    steps = entry.python.calls()
+    assert not compiles and entry.native is None and steps > 2 * 60  # at least a step a draw, timing calls too
+    assert entry.rent == pytest.approx(steps * hs.PYTHON_CALL_S, rel=0.2)  # one thread: the calls' extra alone
+    job = _job(model.pymc_model(trials, True))
+    two_threads = hs._python_rent(entry.python, _job(job.pm_model, cores=2), 1000)
+    assert two_threads > hs._python_rent(entry.python, job, 1000) > 0  # two threads add the chains' share
+    estimate = 2 * (30 + 30) * hs.STEPS_PER_DRAW * hs.PYTHON_CALL_S  # one thread: no timing in it
+    monkeypatch.setattr(hs, "NATIVE_COMPILE_S", entry.rent + estimate)
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=2, cores=1, warn=False, log_likelihood=False)
+    assert not compiles and entry.native is None and entry.rent > steps * hs.PYTHON_CALL_S  # just fitted: rented
+    monkeypatch.setattr(hs, "NATIVE_COMPILE_S", entry.rent + estimate * 0.99)
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=3, cores=1, warn=False, log_likelihood=False)
+    assert len(compiles) == 1 and entry.native is not None  # the next would pass it: compiled once
+    rent = entry.rent
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=4, cores=1, warn=False, log_likelihood=False)
+    assert len(compiles) == 1 and entry.rent == rent
 
 
 def test_a_long_run_compiles_at_once_and_no_job_means_the_compiled_model(fresh_cache: dict) -> None:

@@ -213,13 +213,19 @@ def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress:
 
     with strict_float():
         compiled = _nutpie_compiled(job.pm_model, key, job, draws)
+    entry = _COMPILED.get(key)
+    python = entry is not None and compiled is not entry.native
+    start = entry.python.calls() if python and entry is not None else 0
     routed = nutpie_progress(progress, job.cores) if progress is not None else contextlib.nullcontext()
     with routed:
-        return nutpie.sample(
+        idata = nutpie.sample(
             compiled, draws=draws, tune=job.tune, chains=job.chains, seed=job.seed, cores=job.cores,
             target_accept=job.target_accept, progress_bar=job.progressbar or progress is not None,
             store_divergences=False, **_mass_matrix_settings(job.model),
         )
+    if python and entry is not None:
+        _settle(key, job, entry.python.calls() - start)
+    return idata
 
 
 def _pymc_sample(job: SamplingJob, steps: tuple[list[Any], list[dict[str, Any]]] | None, draws: int,
@@ -301,23 +307,28 @@ def _more_draws_help(diag: Diagnostics) -> bool:
 #: :func:`~cogtestbed.shims.nutpie_shim.python_model` avoids): 5.5-8.5 measured on RW± 20 × 96 in fresh
 #: processes (docs/benchmarks.md, issue 71 item 4); the project's round figure for the choice below.
 NATIVE_COMPILE_S = 6.0
-#: The Python path's extra CPU a log-density call, as a share of the call (RW± 20 × 96: 8.2 against 6.2
-#: sampling CPU-seconds on one thread, the same draws; issue 71 item 4).
-PYTHON_CALL_OVERHEAD = 0.3
-#: Leapfrog steps a draw the choice assumes: the median of the NumPyro benchmark's nutpie fits (80 fits of
-#: 20 families, 12-974; ``benchmarks/studies/lowrank_per_family.py``'s raw outputs).
-STEPS_PER_DRAW = 21
+#: Extra CPU seconds a leapfrog step (one log-density call) takes on the Python path: nutpie calls Python
+#: from its sampling thread, Python calls PyTensor's numba function.  10.4 µs on RW 20 × 96 and 9.5 µs on
+#: hyperbolic 20 × 40 (4 × (500 + 1000) on one thread, the same draws on both paths:
+#: ``python benchmarks/bench_nutpie_compile.py CASE --paths``; issue 71 item 4), whatever the call's own cost.
+PYTHON_CALL_S = 10e-6
+#: Leapfrog steps a draw the choice assumes before a shape's first run, taken high on purpose: about the
+#: 90th percentile (68) of the mean steps of 80 recorded nutpie fits of 20 families (12-974, median 21;
+#: ``benchmarks/studies/lowrank_per_family.py``'s runs), so the Python path is taken where it surely pays.
+STEPS_PER_DRAW = 64
 
 
 @dataclasses.dataclass
 class _Compiled:
     """A model shape's nutpie models in this process: the Python path (always; cheap to build), the
-    natively compiled model once it pays (:func:`_nutpie_compiled`), and the seconds the Python path is
-    estimated to have cost beyond the native one so far (``rent``)."""
+    natively compiled model once it pays (:func:`_nutpie_compiled`), the seconds the Python path cost
+    beyond the native one so far (``rent``: counted steps after each run) and the estimate booked for
+    the run under way (``booked``)."""
 
     python: Any
     native: Any = None
     rent: float = 0.0
+    booked: float = 0.0
 
     def current(self) -> Any:
         return self.native if self.native is not None else self.python.model
@@ -331,12 +342,12 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
 
     Two ways to one sampler and the same draws (:func:`~cogtestbed.shims.nutpie_shim.python_model`): the
     Python path calls PyTensor's NUMBA functions (cached on disk: about a second in a new process) from
-    Python; the native path is ``nutpie.compile_pymc_model``, whose ``numba.cfunc`` wrappers numba
-    cannot cache (about :data:`NATIVE_COMPILE_S` CPU-seconds in every process) and then run
-    :data:`PYTHON_CALL_OVERHEAD` cheaper a call, chains in parallel.  A shape stays on the Python path
-    while its estimated extra cost, summed over the fits of the shape so far (:func:`_python_rent`), stays
-    under the native compile; then it is compiled once (the ski-rental rule: never more than about twice
-    the better choice in hindsight).  ``job`` None: the native model.  The choice changes times, never
+    Python, :data:`PYTHON_CALL_S` more a leapfrog step and its chains one at a time (they hold the GIL);
+    the native path is ``nutpie.compile_pymc_model``, whose ``numba.cfunc`` wrappers numba cannot cache
+    (about :data:`NATIVE_COMPILE_S` CPU-seconds in every process).  A shape takes the Python path while
+    its extra cost so far (the runs' counted steps) and the next run's estimate (:func:`_python_rent`, at
+    :data:`STEPS_PER_DRAW`) stay under the native compile; then it is compiled once (ski rental) and every
+    later fit of the shape uses it.  ``job`` None: the native model.  The choice changes times, never
     draws.
 
     The data live in ``pm.Data`` containers, so a cached model is pointed at the new arrays (and at the
@@ -355,11 +366,12 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
         _COMPILED[key] = _Compiled(python_model(pm_model))
     entry = _COMPILED[key]
     if entry.native is None:
-        rent = _python_rent(entry.python, job, draws) if job is not None else float("inf")
+        rent = _python_rent(entry.python, job, job.chains * (job.tune + draws) * STEPS_PER_DRAW) \
+            if job is not None else float("inf")
         if entry.rent + rent > NATIVE_COMPILE_S:
             entry.native = nutpie.compile_pymc_model(pm_model)
             return entry.native
-        entry.rent += rent
+        entry.booked = rent
     if fresh:
         return entry.current()
     cached = entry.current()
@@ -372,6 +384,14 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
     return with_coords(compiled, coords)
 
 
+def _settle(key: tuple[Any, ...], job: SamplingJob, steps: int) -> None:
+    """After a run on the Python path: the shape's rent grows by the run's cost at its counted ``steps``."""
+    entry = _COMPILED.get(key)
+    if entry is not None and entry.native is None:
+        entry.rent += _python_rent(entry.python, job, steps)
+        entry.booked = 0.0
+
+
 def _shared_names(compiled: Any) -> set[str]:
     """The data names a nutpie model's ``with_data`` takes (a compiled model's ``shared_data``, a Python
     path's ``_shared_data``)."""
@@ -379,14 +399,12 @@ def _shared_names(compiled: Any) -> set[str]:
     return set(shared if shared is not None else compiled._shared_data)
 
 
-def _python_rent(python: Any, job: SamplingJob, draws: int) -> float:
-    """Wall seconds the Python path is estimated to cost beyond the native one on ``job``'s run of
-    ``draws`` a chain after its tuning: its sampling, :data:`STEPS_PER_DRAW` log-density calls a draw at
-    the measured cost of one, takes (1 + :data:`PYTHON_CALL_OVERHEAD`) times that on one thread (its
-    chains hold the GIL), against that spread over ``min(cores, chains)`` threads natively."""
-    calls = job.chains * (job.tune + draws) * STEPS_PER_DRAW
-    sampling = python.logp_seconds() * calls
-    return sampling * (1 + PYTHON_CALL_OVERHEAD) - sampling / max(1, min(job.cores, job.chains))
+def _python_rent(python: Any, job: SamplingJob, steps: float) -> float:
+    """Wall seconds ``steps`` leapfrog steps of ``job`` take on the Python path beyond the native one:
+    :data:`PYTHON_CALL_S` each, and the chains' share of the measured log-density cost that the native
+    path would have spread over ``min(cores, chains)`` threads."""
+    threads = max(1, min(job.cores, job.chains))
+    return steps * (PYTHON_CALL_S + python.logp_seconds() * (1 - 1 / threads))
 
 
 def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:

@@ -93,6 +93,8 @@ class PythonModel:
 
     #: one log-density-and-gradient call at the model's initial point (seed 0)
     call_once: Any = None
+    #: the log-density calls made so far (every chain's, the timing calls' too)
+    calls: Any = None
 
     def logp_seconds(self, calls: int = 3) -> float:
         """Wall seconds of one log-density-and-gradient call at an initial point (the least of ``calls``
@@ -128,8 +130,11 @@ def python_model(pm_model: Any) -> PythonModel:
               for v in (*logp_fn.get_shared(), *expand_fn.get_shared())}
     parts = [(name, part, tuple(shape)) for name, part, shape in zip(names, slices, shapes, strict=True)]
 
+    counter = [0]  # an estimate's input: an increment lost to a thread switch does not matter
+
     def make_logp() -> Any:
         def logp(x: Any, **data: Any) -> tuple[float, Any]:
+            counter[0] += 1
             value, grad = logp_jit(x, *[data[n] for n in logp_shared])
             return float(value), grad
         return logp
@@ -145,7 +150,8 @@ def python_model(pm_model: Any) -> PythonModel:
                         [shape for _, _, shape in parts], [name for name, _, _ in parts], coords=coords, dims=dims,
                         shared_data=shared, make_initial_point_fn=initial_point)
     point, logp = initial_point(0), make_logp()
-    return PythonModel(model, logp_fn, expand_fn, lambda: logp(point, **shared))
+    return PythonModel(model, logp_fn, expand_fn, lambda: logp(point, **shared),
+                       lambda: counter[0])
 
 
 def _locked(fn: Any) -> Any:

@@ -9,6 +9,14 @@ fit of a model shape pays in a process: PyTensor's numba functions come from its
 compiled, but nutpie wraps them in ``numba.cfunc``s that numba cannot cache, so every process compiles
 those again) and ``sample_cpu_s`` (one chain of 10 tuning + 10 draws on the compiled model).  Run it
 twice: the first run after a change of the package's sources also fills PyTensor's cache.
+
+    python benchmarks/bench_nutpie_compile.py rw --paths   # issue 71 item 4: the Python path against the compiled
+
+``--paths``: the two ways ``fit_hierarchical`` can run nutpie on the model
+(``hierarchical_sampling._nutpie_compiled``): nutpie's compiled model and the Python path
+(``nutpie_shim.python_model``).  Prints the CPU of building each, then 4 chains x (500 + 1000) on one thread
+on each, alternated over ``--rounds`` (the low-rank mass matrix where the model declares it, as the package
+samples), whether the draws are the same, the leapfrog steps and the extra CPU a step on the Python path.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("case", help="a case of bench_hierarchical_vs_numpyro.py (--list there)")
     parser.add_argument("--subjects", type=int, default=20)
+    parser.add_argument("--paths", action="store_true", help="the Python path against nutpie's compiled model")
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args(argv)
     if args.case not in bench.CASES or args.subjects < 2:
         print(f"give a case of {', '.join(bench.CASES)} and --subjects >= 2", file=sys.stderr)
@@ -43,6 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     case = dataclasses.replace(case, subjects=min(case.subjects, args.subjects))
     table = bench.tables(case, 1)[0]
     model = get_experiment(case.experiment).model(case.model)
+    if args.paths:
+        return paths(model, table, args.rounds)
     start = time.process_time()
     pm_model = model.pymc_model(table)
     built = time.process_time()
@@ -52,6 +64,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     nutpie.sample(compiled, draws=10, tune=10, chains=1, cores=1, seed=0, progress_bar=False)
     print(json.dumps({"case": args.case, "subjects": case.subjects, "build_cpu_s": round(built - start, 2),
                       "compile_cpu_s": round(done - built, 2), "sample_cpu_s": round(time.process_time() - done, 2)}))
+    return 0
+
+
+def paths(model: object, table: object, rounds: int) -> int:
+    """The Python path against nutpie's compiled model on one data set (module docstring)."""
+    import numpy as np
+    import nutpie
+
+    from cogtestbed.inference.hierarchical_sampling import _mass_matrix_settings
+    from cogtestbed.inference.reproducible import strict_float
+    from cogtestbed.shims.nutpie_shim import python_model
+
+    pm_model = model.pymc_model(table)  # type: ignore[attr-defined]
+    built: dict[str, object] = {}
+    with strict_float():
+        for name, build in (("python", lambda: python_model(pm_model).model),
+                            ("compiled", lambda: nutpie.compile_pymc_model(pm_model))):
+            start = time.process_time()
+            built[name] = build()
+            print(f"build {name:8s}: {time.process_time() - start:6.2f} CPU-s")
+    cpu: dict[str, list[float]] = {"python": [], "compiled": []}
+    draws: dict[str, object] = {}
+    for r in range(rounds):
+        for name in (["compiled", "python"] if r % 2 == 0 else ["python", "compiled"]):
+            start = time.process_time()
+            trace = nutpie.sample(built[name], draws=1000, tune=500, chains=4, cores=1, seed=0, progress_bar=False,
+                                  store_divergences=False, **_mass_matrix_settings(model))
+            cpu[name].append(time.process_time() - start)
+            draws[name] = trace
+    trace: object = draws["python"]
+    steps = sum(int(getattr(trace, g)["n_steps"].sum()) for g in ("warmup_sample_stats", "sample_stats")
+                if g in trace.groups())  # type: ignore[attr-defined]
+    same = all(np.array_equal(draws["python"].posterior[v].values, draws["compiled"].posterior[v].values)  # type: ignore[attr-defined]
+               for v in draws["compiled"].posterior.data_vars)  # type: ignore[attr-defined]
+    py, nat = min(cpu["python"]), min(cpu["compiled"])
+    runs = {k: ", ".join(f"{c:.2f}" for c in v) for k, v in cpu.items()}
+    print(f"sampling 4 x (500 + 1000), one thread, {rounds} alternated rounds: python {runs['python']} CPU-s, "
+          f"compiled {runs['compiled']}; same draws: {same}")
+    print(f"leapfrog steps {steps:,} (warm-up included); extra on the Python path {1e6 * (py - nat) / steps:.1f} us "
+          "a step (least of each side's rounds)")
     return 0
 
 

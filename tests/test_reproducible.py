@@ -22,13 +22,15 @@ FITS = load_study("reproducible_fits")
 
 
 def test_every_numba_function_of_a_compiled_model_is_strict() -> None:
-    """The sampler's compiled logp/gradient and expansion graphs carry no fast-math flag (what makes
+    """The sampler's compiled logp/gradient and expansion graphs (nutpie's compiled model's and the Python
+    path's) carry no fast-math flag (what makes
     cold- and warm-cache compilations compute the same bits), and strict_float leaves the global
     setting as it was."""
     from pytensor import config
 
     from cogtestbed.inference import hierarchical_sampling
     from cogtestbed.registry import get_experiment
+    from cogtestbed.shims import nutpie_shim
 
     model = get_experiment("instrumental-learning").model("rw")
     pm_model = model.pymc_model(FITS.small_table("instrumental-learning", "rw", FITS.SUBJECTS, 1), True)
@@ -37,8 +39,10 @@ def test_every_numba_function_of_a_compiled_model_is_strict() -> None:
         assert config.numba__fastmath is False
         compiled = hierarchical_sampling._nutpie_compiled(
             pm_model, hierarchical_sampling._compiled_key(pm_model, model.name, True))
+    with strict_float():  # the Python path's functions too (issue 71 item 4)
+        python = nutpie_shim.python_model(pm_model)
     assert config.numba__fastmath == before
-    for fn in (compiled.logp_func, compiled.expand_func):
+    for fn in (compiled.logp_func, compiled.expand_func, python.logp_func, python.expand_func):
         assert fn.vm.jit_fn.targetoptions["fastmath"] is False
 
 

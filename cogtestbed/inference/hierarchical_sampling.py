@@ -212,14 +212,20 @@ def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress:
     from cogtestbed.progress import nutpie_progress
 
     with strict_float():
-        compiled = _nutpie_compiled(job.pm_model, key)
+        compiled = _nutpie_compiled(job.pm_model, key, job, draws)
+    entry = _COMPILED.get(key)
+    python = entry is not None and compiled is not entry.native
+    start = entry.python.calls() if python and entry is not None else 0
     routed = nutpie_progress(progress, job.cores) if progress is not None else contextlib.nullcontext()
     with routed:
-        return nutpie.sample(
+        idata = nutpie.sample(
             compiled, draws=draws, tune=job.tune, chains=job.chains, seed=job.seed, cores=job.cores,
             target_accept=job.target_accept, progress_bar=job.progressbar or progress is not None,
             store_divergences=False, **_mass_matrix_settings(job.model),
         )
+    if python and entry is not None:
+        _settle(key, job, entry.python.calls() - start)
+    return idata
 
 
 def _pymc_sample(job: SamplingJob, steps: tuple[list[Any], list[dict[str, Any]]] | None, draws: int,
@@ -297,35 +303,108 @@ def _more_draws_help(diag: Diagnostics) -> bool:
     return not diag.ok and diag.divergences == 0
 
 
-_COMPILED: dict[Any, Any] = {}
+#: CPU seconds of nutpie's ``numba.cfunc`` compilation of a model (what the Python path of
+#: :func:`~cogtestbed.shims.nutpie_shim.python_model` avoids): 5.5-8.5 measured on RW± 20 × 96 in fresh
+#: processes (docs/benchmarks.md, issue 71 item 4); the project's round figure for the choice below.
+NATIVE_COMPILE_S = 6.0
+#: Extra CPU seconds a leapfrog step (one log-density call) takes on the Python path: nutpie calls Python
+#: from its sampling thread, Python calls PyTensor's numba function.  10.4 µs on RW 20 × 96 and 9.5 µs on
+#: hyperbolic 20 × 40 (4 × (500 + 1000) on one thread, the same draws on both paths:
+#: ``python benchmarks/bench_nutpie_compile.py CASE --paths``; issue 71 item 4), whatever the call's own cost.
+PYTHON_CALL_S = 10e-6
+#: Leapfrog steps a draw the choice assumes before a shape's first run, taken high on purpose: about the
+#: 90th percentile (68) of the mean steps of 80 recorded nutpie fits of 20 families (12-974, median 21;
+#: ``benchmarks/studies/lowrank_per_family.py``'s runs), so the Python path is taken where it surely pays.
+STEPS_PER_DRAW = 64
 
 
-def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...]) -> Any:
-    """nutpie-compiled model of :func:`_compiled_key` ``key``, reused across fits whose models share it.
+@dataclasses.dataclass
+class _Compiled:
+    """A model shape's nutpie models in this process: the Python path (always; cheap to build), the
+    natively compiled model once it pays (:func:`_nutpie_compiled`), the seconds the Python path cost
+    beyond the native one so far (``rent``: counted steps after each run) and the estimate booked for
+    the run under way (``booked``)."""
 
-    Compiling a model to numba takes 5-25 CPU-seconds; a recovery or SBC study refits one model to
-    many data sets, an adaptive design or a table with invalid answers gives each data set its own
-    number of observations.  The data live in ``pm.Data`` containers, so a cached compilation is
-    pointed at the new arrays (and at the new lengths of the coordinates, where its graph reads
-    them) with nutpie's ``with_data``.
+    python: Any
+    native: Any = None
+    rent: float = 0.0
+    booked: float = 0.0
+
+    def current(self) -> Any:
+        return self.native if self.native is not None else self.python.model
+
+
+_COMPILED: dict[Any, _Compiled] = {}
+
+
+def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | None = None, draws: int = 0) -> Any:
+    """nutpie's model for :func:`_compiled_key` ``key``, reused across fits whose models share it.
+
+    Two ways to one sampler and the same draws (:func:`~cogtestbed.shims.nutpie_shim.python_model`): the
+    Python path calls PyTensor's NUMBA functions (cached on disk: about a second in a new process) from
+    Python, :data:`PYTHON_CALL_S` more a leapfrog step and its chains one at a time (they hold the GIL);
+    the native path is ``nutpie.compile_pymc_model``, whose ``numba.cfunc`` wrappers numba cannot cache
+    (about :data:`NATIVE_COMPILE_S` CPU-seconds in every process).  A shape takes the Python path while
+    its extra cost so far (the runs' counted steps) and the next run's estimate (:func:`_python_rent`, at
+    :data:`STEPS_PER_DRAW`) stay under the native compile; then it is compiled once (ski rental) and every
+    later fit of the shape uses it.  ``job`` None: the native model.  The choice changes times, never
+    draws.
+
+    The data live in ``pm.Data`` containers, so a cached model is pointed at the new arrays (and at the
+    new lengths of the coordinates, where its graph reads them) with nutpie's ``with_data``: a recovery
+    or SBC study refits one model to many data sets, an adaptive design or a table with invalid answers
+    gives each data set its own number of observations.
     """
     import nutpie
 
+    from cogtestbed.shims.nutpie_shim import python_model, with_coords
+
+    fresh = key not in _COMPILED
+    if fresh:
+        if len(_COMPILED) > 8:
+            _COMPILED.clear()
+        _COMPILED[key] = _Compiled(python_model(pm_model))
+    entry = _COMPILED[key]
+    if entry.native is None:
+        rent = _python_rent(entry.python, job, job.chains * (job.tune + draws) * STEPS_PER_DRAW) \
+            if job is not None else float("inf")
+        if entry.rent + rent > NATIVE_COMPILE_S:
+            entry.native = nutpie.compile_pymc_model(pm_model)
+            return entry.native
+        entry.booked = rent
+    if fresh:
+        return entry.current()
+    cached = entry.current()
     data = {d.name: d.get_value() for d in pm_model.data_vars}
     data.update({k: v.get_value() for k, v in pm_model.dim_lengths.items()
                  if hasattr(v, "get_value") and k not in data})
-    if key not in _COMPILED:
-        if len(_COMPILED) > 8:
-            _COMPILED.clear()
-        _COMPILED[key] = nutpie.compile_pymc_model(pm_model)
-        return _COMPILED[key]
-    from cogtestbed.shims.nutpie_shim import with_coords
-
-    cached = _COMPILED[key]
-    compiled = cached.with_data(**{k: v for k, v in data.items() if k in cached.shared_data})
+    compiled = cached.with_data(**{k: v for k, v in data.items() if k in _shared_names(cached)})
     # Coordinates (subject ids) come from the new model, not the cached one.
     coords = {**(cached.coords or {}), **{k: pd.Index(v) for k, v in pm_model.coords.items()}}
     return with_coords(compiled, coords)
+
+
+def _settle(key: tuple[Any, ...], job: SamplingJob, steps: int) -> None:
+    """After a run on the Python path: the shape's rent grows by the run's cost at its counted ``steps``."""
+    entry = _COMPILED.get(key)
+    if entry is not None and entry.native is None:
+        entry.rent += _python_rent(entry.python, job, steps)
+        entry.booked = 0.0
+
+
+def _shared_names(compiled: Any) -> set[str]:
+    """The data names a nutpie model's ``with_data`` takes (a compiled model's ``shared_data``, a Python
+    path's ``_shared_data``)."""
+    shared = getattr(compiled, "shared_data", None)
+    return set(shared if shared is not None else compiled._shared_data)
+
+
+def _python_rent(python: Any, job: SamplingJob, steps: float) -> float:
+    """Wall seconds ``steps`` leapfrog steps of ``job`` take on the Python path beyond the native one:
+    :data:`PYTHON_CALL_S` each, and the chains' share of the measured log-density cost that the native
+    path would have spread over ``min(cores, chains)`` threads."""
+    threads = max(1, min(job.cores, job.chains))
+    return steps * (PYTHON_CALL_S + python.logp_seconds() * (1 - 1 / threads))
 
 
 def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:

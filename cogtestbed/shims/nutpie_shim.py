@@ -1,5 +1,6 @@
 """nutpie's internals the package relies on (issue 73): its progress kinds off notebooks, the shapes its
-compilation fixes, and a compiled model's coordinates.
+compilation fixes, a compiled model's coordinates, and its sampler on PyTensor's functions called from
+Python (issue 71).
 
 ``nutpie.sample`` reports progress through a template callback only inside a notebook; on a terminal
 it draws its own indicatif bar, and it has no public parameter for a callback there.
@@ -10,12 +11,23 @@ template, cores, callback)``); the sampling itself is untouched.  :func:`stored_
 ``nutpie.compile_pymc._compute_shapes`` fixes in a compilation (what a compiled model may be reused
 for); :func:`with_coords`: a compiled model with other coordinates (its ``_coords`` field: ``with_data``
 re-points the data but keeps the coordinates of the model it was compiled from).
+
+:func:`python_model` (issue 71 item 4): ``nutpie.compile_pymc_model`` builds the model's log density and
+expansion as PyTensor NUMBA functions (``nutpie.compile_pymc._make_functions``; PyTensor caches their numba
+code on disk, so a new process loads them in well under a second) and then wraps each in a ``numba.cfunc``
+that numba cannot cache (it closes over dynamic globals): 5–9 CPU-seconds in every process.
+:func:`python_model` builds the same two functions the same way and hands them to nutpie's public
+``nutpie.compiled_pyfunc.from_pyfunc`` instead, which calls them from Python: no ``cfunc``, about a third more
+CPU a log-density call, chains serialised on the GIL.  Same graph, same initial points, same seeds: the
+same draws as the compiled model (``tests/test_hierarchical.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -69,6 +81,89 @@ def with_coords(compiled: Any, coords: dict[str, Any]) -> Any:
     return dataclasses.replace(compiled, _coords=coords)
 
 
+@dataclasses.dataclass(frozen=True)
+class PythonModel:
+    """:func:`python_model`'s result: nutpie's model (``model``, what ``nutpie.sample`` takes) and the two
+    PyTensor functions it calls (``logp_func`` returns the log density and its gradient at a flat
+    unconstrained point, ``expand_func`` every stored variable's value there)."""
+
+    model: Any
+    logp_func: Any
+    expand_func: Any
+
+    #: one log-density-and-gradient call at the model's initial point (seed 0)
+    call_once: Any = None
+    #: the log-density calls made so far (every chain's, the timing calls' too)
+    calls: Any = None
+
+    def logp_seconds(self, calls: int = 3) -> float:
+        """Wall seconds of one log-density-and-gradient call at an initial point (the least of ``calls``
+        after one untimed call): what a NUTS leapfrog step costs on this path."""
+        import time
+
+        self.call_once()
+        best = float("inf")
+        for _ in range(calls):
+            start = time.perf_counter()
+            self.call_once()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+
+def python_model(pm_model: Any) -> PythonModel:
+    """``pm_model`` for ``nutpie.sample`` without nutpie's ``numba.cfunc`` compilation (module docstring):
+    the functions, initial points (support point, every free variable jittered), dimensions and coordinates
+    ``nutpie.compile_pymc_model(pm_model)`` builds, called from Python through ``from_pyfunc``."""
+    import numpy as np
+    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords
+    from nutpie.compiled_pyfunc import from_pyfunc
+    from pymc.initial_point import make_initial_point_fn
+
+    start = make_initial_point_fn(model=pm_model, overrides=None, default_strategy="support_point",
+                                  jitter_rvs=set(pm_model.free_RVs), return_transformed=True)
+    n_dim, _, logp_fn, expand_fn, initial_point, (names, slices, shapes) = _make_functions(
+        pm_model, mode="NUMBA", compute_grad=True, join_expanded=True, pymc_initial_point_fn=_locked(start))
+    logp_jit, expand_jit = logp_fn.vm.jit_fn, expand_fn.vm.jit_fn
+    logp_shared = [v.name for v in logp_fn.get_shared()]
+    expand_shared = [v.name for v in expand_fn.get_shared()]
+    shared = {v.name: np.array(v.get_value(), order="C", copy=True)
+              for v in (*logp_fn.get_shared(), *expand_fn.get_shared())}
+    parts = [(name, part, tuple(shape)) for name, part, shape in zip(names, slices, shapes, strict=True)]
+
+    counter = [0]  # an estimate's input: an increment lost to a thread switch does not matter
+
+    def make_logp() -> Any:
+        def logp(x: Any, **data: Any) -> tuple[float, Any]:
+            counter[0] += 1
+            value, grad = logp_jit(x, *[data[n] for n in logp_shared])
+            return float(value), grad
+        return logp
+
+    def make_expand(_seed1: int, _seed2: int, _chain: int) -> Any:
+        def expand(x: Any, **data: Any) -> dict[str, Any]:
+            (values,) = expand_jit(x, *[data[n] for n in expand_shared])
+            return {name: values[part].reshape(shape) for name, part, shape in parts}
+        return expand
+
+    dims, coords = _prepare_dims_and_coords(pm_model, (names, slices, shapes))
+    model = from_pyfunc(n_dim, make_logp, make_expand, [np.dtype("float64")] * len(parts),
+                        [shape for _, _, shape in parts], [name for name, _, _ in parts], coords=coords, dims=dims,
+                        shared_data=shared, make_initial_point_fn=initial_point)
+    point, logp = initial_point(0), make_logp()
+    return PythonModel(model, logp_fn, expand_fn, lambda: logp(point, **shared),
+                       lambda: counter[0])
+
+
+def _locked(fn: Any) -> Any:
+    """``fn`` called by one thread at a time (nutpie's chains draw their initial points in threads)."""
+    lock = threading.Lock()
+
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return fn(*args, **kwargs)
+    return locked
+
+
 def problems() -> list[str]:
     """What no longer holds of the internals this shim relies on in the installed nutpie ([] where all
     does): the locked version, ``nutpie.sample._lib.ProgressType`` with ``none``, ``indicatif`` and
@@ -92,10 +187,12 @@ def problems() -> list[str]:
         out.append("nutpie.compile_pymc has no _compute_shapes")
     import dataclasses
 
+    out += [f"nutpie.compile_pymc has no {name}" for name in ("_make_functions", "_prepare_dims_and_coords")
+            if not callable(getattr(compile_pymc, name, None))]
     model_cls = getattr(compile_pymc, "CompiledPyMCModel", None)
     if model_cls is None or "_coords" not in {f.name for f in dataclasses.fields(model_cls)}:
         out.append("nutpie's CompiledPyMCModel has no _coords field")
     return out
 
 
-__all__ = ["LOCKED", "problems", "stored_shapes", "template_progress", "with_coords"]
+__all__ = ["LOCKED", "PythonModel", "problems", "python_model", "stored_shapes", "template_progress", "with_coords"]

@@ -1,0 +1,103 @@
+"""nutpie's sampler on PyTensor's functions called from Python (issue 71 item 4): the same draws as the
+natively compiled model, and the rule that chooses between the two (``hierarchical_sampling._nutpie_compiled``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cogtestbed.inference import hierarchical_sampling as hs
+from cogtestbed.inference.hierarchical import fit_hierarchical
+from cogtestbed.inference.reproducible import strict_float
+from cogtestbed.inference.samplers import SamplingJob
+from cogtestbed.registry import get_experiment
+from cogtestbed.simulation import simulate
+
+pytest.importorskip("nutpie")
+
+EXP = get_experiment("instrumental-learning")
+
+
+def _trials(n: int = 4, seed: int = 0) -> pd.DataFrame:
+    return simulate(EXP, "rw", n, seed, params={"alpha": np.full(n, 0.3), "beta": np.full(n, 4.0)})
+
+
+def _job(pm_model: object, chains: int = 2, tune: int = 30, cores: int = 1) -> SamplingJob:
+    return SamplingJob(pm_model, EXP.model("rw"), None, True, tune=tune, chains=chains, seed=1, cores=cores,
+                       target_accept=0.9, progressbar=False)
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """An empty cache of compiled models for the test (the process's own is left as it was)."""
+    cache: dict = {}
+    monkeypatch.setattr(hs, "_COMPILED", cache)
+    return cache
+
+
+def test_the_python_path_draws_what_the_compiled_model_draws(fresh_cache: dict,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A seeded fit on the Python path and one on nutpie's compiled model (the rule forced each way) give
+    the same draws and pointwise log-likelihood: the same PyTensor functions, initial points and seeds."""
+    model, trials = EXP.model("rw"), _trials()
+    monkeypatch.setattr(hs, "NATIVE_COMPILE_S", float("inf"))
+    python = fit_hierarchical(model, trials, draws=40, tune=40, chains=2, seed=3, cores=1, warn=False)
+    (entry,) = fresh_cache.values()
+    assert entry.native is None and entry.rent > 0
+    fresh_cache.clear()
+    monkeypatch.setattr(hs, "NATIVE_COMPILE_S", 0.0)
+    native = fit_hierarchical(model, trials, draws=40, tune=40, chains=2, seed=3, cores=1, warn=False)
+    (entry,) = fresh_cache.values()
+    assert entry.native is not None
+    for group in ("posterior", "log_likelihood"):
+        for name, values in native.idata[group].items():
+            np.testing.assert_allclose(python.idata[group][name].values, values.values, rtol=0, atol=1e-9)
+
+
+def test_a_shape_stays_on_the_python_path_until_its_extra_cost_passes_the_compile(
+        fresh_cache: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ski-rental rule: a fit takes the Python path while the shape's rent so far (each run's counted
+    steps at PYTHON_CALL_S, plus the chains' share a native run would spread over two threads) and the
+    next run's estimate stay under NATIVE_COMPILE_S; the fit that would pass it compiles nutpie's model
+    once, and every later fit of the shape uses it."""
+    import nutpie
+    from nutpie.compiled_pyfunc import PyFuncModel
+
+    compiles: list[object] = []
+    real = nutpie.compile_pymc_model
+    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda m: compiles.append(m) or real(m))
+    model, trials = EXP.model("rw"), _trials()
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=1, cores=1, warn=False, log_likelihood=False)
+    (entry,) = fresh_cache.values()
+    steps = entry.python.calls()
+    assert not compiles and entry.native is None and steps > 2 * 60  # at least a step a draw, timing calls too
+    assert entry.rent == pytest.approx(steps * hs.PYTHON_CALL_S, rel=0.2)  # one thread: the calls' extra alone
+    job = _job(model.pymc_model(trials, True))
+    two_threads = hs._python_rent(entry.python, _job(job.pm_model, cores=2), 1000)
+    assert two_threads > hs._python_rent(entry.python, job, 1000) > 0  # two threads add the chains' share
+    estimate = 2 * (30 + 30) * hs.STEPS_PER_DRAW * hs.PYTHON_CALL_S  # one thread: no timing in it
+    monkeypatch.setattr(hs, "NATIVE_COMPILE_S", entry.rent + estimate)
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=2, cores=1, warn=False, log_likelihood=False)
+    assert not compiles and entry.native is None and entry.rent > steps * hs.PYTHON_CALL_S  # just fitted: rented
+    monkeypatch.setattr(hs, "NATIVE_COMPILE_S", entry.rent + estimate * 0.99)
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=3, cores=1, warn=False, log_likelihood=False)
+    assert len(compiles) == 1 and entry.native is not None  # the next would pass it: compiled once
+    rent = entry.rent
+    fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=4, cores=1, warn=False, log_likelihood=False)
+    assert len(compiles) == 1 and entry.rent == rent
+
+
+def test_a_long_run_compiles_at_once_and_no_job_means_the_compiled_model(fresh_cache: dict) -> None:
+    """A run whose Python-path sampling alone would cost more than the compile is compiled on its first fit;
+    a caller without a job (the reproducibility checks) gets the compiled model."""
+    from nutpie.compiled_pyfunc import PyFuncModel
+
+    pm_model = EXP.model("rw").pymc_model(_trials(), True)
+    key = hs._compiled_key(pm_model, "rw", True)
+    with strict_float():
+        long = hs._nutpie_compiled(pm_model, key, _job(pm_model, chains=4, tune=10**6), 10**6)
+    assert not isinstance(long, PyFuncModel) and fresh_cache[key].rent == 0.0
+    fresh_cache.clear()
+    with strict_float():
+        assert not isinstance(hs._nutpie_compiled(pm_model, key), PyFuncModel)

@@ -62,7 +62,6 @@ def test_a_shape_stays_on_the_python_path_until_its_extra_cost_passes_the_compil
     next run's estimate stay under NATIVE_COMPILE_S; the fit that would pass it compiles nutpie's model
     once, and every later fit of the shape uses it."""
     import nutpie
-    from nutpie.compiled_pyfunc import PyFuncModel
 
     compiles: list[object] = []
     real = nutpie.compile_pymc_model

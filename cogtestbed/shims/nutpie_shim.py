@@ -133,21 +133,24 @@ def python_model(pm_model: Any) -> PythonModel:
     counter = [0]  # an estimate's input: an increment lost to a thread switch does not matter
 
     def make_logp() -> Any:
-        def logp(x: Any, **data: Any) -> tuple[float, Any]:
+        def logp(point: Any, /, **data: Any) -> tuple[float, Any]:  # a data variable may be named "point"
             counter[0] += 1
-            value, grad = logp_jit(x, *[data[n] for n in logp_shared])
+            value, grad = logp_jit(point, *[data[n] for n in logp_shared])
             return float(value), grad
         return logp
 
     def make_expand(_seed1: int, _seed2: int, _chain: int) -> Any:
-        def expand(x: Any, **data: Any) -> dict[str, Any]:
-            (values,) = expand_jit(x, *[data[n] for n in expand_shared])
+        def expand(point: Any, /, **data: Any) -> dict[str, Any]:
+            (values,) = expand_jit(point, *[data[n] for n in expand_shared])
             return {name: values[part].reshape(shape) for name, part, shape in parts}
         return expand
 
     dims, coords = _prepare_dims_and_coords(pm_model, (names, slices, shapes))
+    # copies: nutpie names the dimensions of variables without any in the dict it is given, and this one is the
+    # PyMC model's own (``named_vars_to_dims``), which must not change (its log-likelihood would then refuse)
     model = from_pyfunc(n_dim, make_logp, make_expand, [np.dtype("float64")] * len(parts),
-                        [shape for _, _, shape in parts], [name for name, _, _ in parts], coords=coords, dims=dims,
+                        [shape for _, _, shape in parts], [name for name, _, _ in parts], coords=dict(coords),
+                        dims={k: tuple(v) for k, v in dims.items()},
                         shared_data=shared, make_initial_point_fn=initial_point)
     point, logp = initial_point(0), make_logp()
     return PythonModel(model, logp_fn, expand_fn, lambda: logp(point, **shared),

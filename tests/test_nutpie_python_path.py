@@ -100,3 +100,28 @@ def test_a_long_run_compiles_at_once_and_no_job_means_the_compiled_model(fresh_c
     fresh_cache.clear()
     with strict_float():
         assert not isinstance(hs._nutpie_compiled(pm_model, key), PyFuncModel)
+
+
+def test_the_python_path_leaves_the_model_as_it_was_and_takes_any_data_name() -> None:
+    """Building the Python path changes nothing of the PyMC model (nutpie names the dimensions of variables that
+    have none in the dict it is given: on the model's own, the model's log-likelihood then refused a fit of the
+    collider), and a data variable may have any name, ``x`` and ``point`` included (revealed belief's is ``x``)."""
+    import nutpie
+    import pymc as pm
+
+    from cogtestbed.shims.nutpie_shim import python_model
+
+    with pm.Model(coords={"obs": range(4)}) as model:
+        x = pm.Data("x", np.arange(4.0), dims="obs")
+        point = pm.Data("point", np.ones(4), dims="obs")
+        mu = pm.Normal("mu", shape=2)  # no dims: nutpie would name one
+        pm.Normal("y", mu[0] + mu[1] * x + point, 1.0, observed=np.array([1.0, 2.0, 2.5, 4.0]), dims="obs")
+    dims = {k: tuple(v) for k, v in model.named_vars_to_dims.items()}
+    with strict_float():
+        built = python_model(model)
+    assert {k: tuple(v) for k, v in model.named_vars_to_dims.items()} == dims
+    trace = nutpie.sample(built.model, draws=20, tune=20, chains=1, cores=1, seed=0, progress_bar=False)
+    assert trace.posterior["mu"].shape == (1, 20, 2) and built.calls() > 40
+    with model:
+        pm.compute_log_likelihood(trace, progressbar=False)
+    assert trace.log_likelihood["y"].shape == (1, 20, 4)

@@ -214,7 +214,7 @@ def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress:
     with strict_float():
         compiled = _nutpie_compiled(job.pm_model, key, job, draws)
     entry = _COMPILED.get(key)
-    python = entry is not None and compiled is not entry.native
+    python = entry is not None and entry.python is not None and compiled is not entry.native
     start = entry.python.calls() if python and entry is not None else 0
     routed = nutpie_progress(progress, job.cores) if progress is not None else contextlib.nullcontext()
     with routed:
@@ -312,23 +312,28 @@ NATIVE_COMPILE_S = 6.0
 #: hyperbolic 20 × 40 (4 × (500 + 1000) on one thread, the same draws on both paths:
 #: ``python benchmarks/bench_nutpie_compile.py CASE --paths``; issue 71 item 4), whatever the call's own cost.
 PYTHON_CALL_S = 10e-6
-#: Leapfrog steps a draw the choice assumes before a shape's first run, taken high on purpose: about the
-#: 90th percentile (68) of the mean steps of 80 recorded nutpie fits of 20 families (12-974, median 21;
-#: ``benchmarks/studies/lowrank_per_family.py``'s runs), so the Python path is taken where it surely pays.
+#: Leapfrog steps a draw the choice assumes before a run, taken high on purpose: about the 90th percentile
+#: (68) of the mean steps of 80 recorded nutpie fits of 20 families (12-974, median 21;
+#: ``benchmarks/studies/lowrank_per_family.py``'s runs).
 STEPS_PER_DRAW = 64
+#: The Python path's extra cost a shape may run up in a process before nutpie's model is compiled: half the
+#: compile (the project's choice).  Where a run's estimate alone would pass it, the shape is compiled at once,
+#: as every fit was before.  Measured with the whole compile as the limit (every first fit of the NumPyro
+#: benchmark's 4 × (500 + 1000) on the Python path): the first data set's CPU went from 0.81× to 1.46× of the
+#: compiled path's over 11 families and the later data set's to 1.22-3.76×, the compile then falling on it
+#: (``benchmarks/studies/python_path_first_fit.py``, docs/benchmarks.md); at half, those fits are compiled at once.
+PYTHON_RENT_LIMIT_S = NATIVE_COMPILE_S / 2
 
 
 @dataclasses.dataclass
 class _Compiled:
-    """A model shape's nutpie models in this process: the Python path (always; cheap to build), the
-    natively compiled model once it pays (:func:`_nutpie_compiled`), the seconds the Python path cost
-    beyond the native one so far (``rent``: counted steps after each run) and the estimate booked for
-    the run under way (``booked``)."""
+    """A model shape's nutpie models in this process: the Python path (built where it may pay), the
+    natively compiled model once the Python path would cost too much (:func:`_nutpie_compiled`), and the
+    seconds the Python path cost beyond the native one so far (``rent``: each run's counted steps)."""
 
-    python: Any
+    python: Any = None
     native: Any = None
     rent: float = 0.0
-    booked: float = 0.0
 
     def current(self) -> Any:
         return self.native if self.native is not None else self.python.model
@@ -344,36 +349,32 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
     Python path calls PyTensor's NUMBA functions (cached on disk: about a second in a new process) from
     Python, :data:`PYTHON_CALL_S` more a leapfrog step and its chains one at a time (they hold the GIL);
     the native path is ``nutpie.compile_pymc_model``, whose ``numba.cfunc`` wrappers numba cannot cache
-    (about :data:`NATIVE_COMPILE_S` CPU-seconds in every process).  A shape takes the Python path while
-    its extra cost so far (the runs' counted steps) and the next run's estimate (:func:`_python_rent`, at
-    :data:`STEPS_PER_DRAW`) stay under the native compile; then it is compiled once (ski rental) and every
-    later fit of the shape uses it.  ``job`` None: the native model.  The choice changes times, never
-    draws.
+    (about :data:`NATIVE_COMPILE_S` CPU-seconds in every process).  A shape's fits take the Python path
+    while its extra cost so far (the runs' counted steps) and the next run's estimate (:func:`_python_rent`
+    at :data:`STEPS_PER_DRAW`) stay within :data:`PYTHON_RENT_LIMIT_S`; then the shape is compiled once
+    and every later fit uses it (a run estimated past the limit on its own compiles at once, the Python path
+    not built).  ``job`` None: the native model.  The choice changes times, never draws.
 
     The data live in ``pm.Data`` containers, so a cached model is pointed at the new arrays (and at the
     new lengths of the coordinates, where its graph reads them) with nutpie's ``with_data``: a recovery
     or SBC study refits one model to many data sets, an adaptive design or a table with invalid answers
     gives each data set its own number of observations.
     """
-    import nutpie
-
-    from cogtestbed.shims.nutpie_shim import python_model, with_coords
-
     fresh = key not in _COMPILED
     if fresh:
         if len(_COMPILED) > 8:
             _COMPILED.clear()
-        _COMPILED[key] = _Compiled(python_model(pm_model))
+        _COMPILED[key] = _Compiled()
     entry = _COMPILED[key]
-    if entry.native is None:
-        rent = _python_rent(entry.python, job, job.chains * (job.tune + draws) * STEPS_PER_DRAW) \
-            if job is not None else float("inf")
-        if entry.rent + rent > NATIVE_COMPILE_S:
-            entry.native = nutpie.compile_pymc_model(pm_model)
-            return entry.native
-        entry.booked = rent
+    if entry.native is None and not _python_pays(entry, pm_model, job, draws):
+        import nutpie
+
+        entry.native = nutpie.compile_pymc_model(pm_model)
+        return entry.native
     if fresh:
         return entry.current()
+    from cogtestbed.shims.nutpie_shim import with_coords
+
     cached = entry.current()
     data = {d.name: d.get_value() for d in pm_model.data_vars}
     data.update({k: v.get_value() for k, v in pm_model.dim_lengths.items()
@@ -384,12 +385,27 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
     return with_coords(compiled, coords)
 
 
+def _python_pays(entry: _Compiled, pm_model: Any, job: SamplingJob | None, draws: int) -> bool:
+    """Whether ``job``'s run of ``draws`` a chain takes the Python path (:func:`_nutpie_compiled`), building
+    it where it has not been: the shape's rent so far and the run's estimate within the limit (the estimate's
+    per-step part first, which needs no build)."""
+    if job is None:
+        return False
+    steps = job.chains * (job.tune + draws) * STEPS_PER_DRAW
+    if entry.rent + steps * PYTHON_CALL_S > PYTHON_RENT_LIMIT_S:
+        return False
+    if entry.python is None:
+        from cogtestbed.shims.nutpie_shim import python_model
+
+        entry.python = python_model(pm_model)
+    return entry.rent + _python_rent(entry.python, job, steps) <= PYTHON_RENT_LIMIT_S
+
+
 def _settle(key: tuple[Any, ...], job: SamplingJob, steps: int) -> None:
     """After a run on the Python path: the shape's rent grows by the run's cost at its counted ``steps``."""
     entry = _COMPILED.get(key)
-    if entry is not None and entry.native is None:
+    if entry is not None and entry.native is None and entry.python is not None:
         entry.rent += _python_rent(entry.python, job, steps)
-        entry.booked = 0.0
 
 
 def _shared_names(compiled: Any) -> set[str]:

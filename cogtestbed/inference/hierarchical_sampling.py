@@ -319,8 +319,8 @@ STEPS_PER_DRAW = 64
 #: The Python path's extra cost a shape may run up in a process before nutpie's model is compiled: half the
 #: compile (the project's choice).  Where a run's estimate alone would pass it, the shape is compiled at once,
 #: as every fit was before.  Measured with the whole compile as the limit (every first fit of the NumPyro
-#: benchmark's 4 × (500 + 1000) on the Python path): the first data set's CPU went from 0.81× to 1.46× of the
-#: compiled path's over 11 families and the later data set's to 1.22-3.76×, the compile then falling on it
+#: benchmark's 4 × (500 + 1000) on the Python path): the first data set's CPU was 0.81× to 1.46× the compiled
+#: path's over 16 families (median 1.02) and the later data set's 1.07× to 3.76×, the compile often falling on it
 #: (``benchmarks/studies/python_path_first_fit.py``, docs/benchmarks.md); at half, those fits are compiled at once.
 PYTHON_RENT_LIMIT_S = NATIVE_COMPILE_S / 2
 

@@ -214,8 +214,8 @@ def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress:
     with strict_float():
         compiled = _nutpie_compiled(job.pm_model, key, job, draws)
     entry = _COMPILED.get(key)
-    python = entry is not None and entry.python is not None and compiled is not entry.native
-    start = entry.python.calls() if python and entry is not None else 0
+    python = entry.python if entry is not None and compiled is not entry.native else None
+    start = python.calls() if python is not None else 0
     routed = nutpie_progress(progress, job.cores) if progress is not None else contextlib.nullcontext()
     with routed:
         idata = nutpie.sample(
@@ -223,8 +223,8 @@ def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress:
             target_accept=job.target_accept, progress_bar=job.progressbar or progress is not None,
             store_divergences=False, **_mass_matrix_settings(job.model),
         )
-    if python and entry is not None:
-        _settle(key, job, entry.python.calls() - start)
+    if entry is not None and python is not None:  # the shape's rent grows by the run's counted steps
+        entry.rent += _python_rent(python, job, python.calls() - start)
     return idata
 
 
@@ -401,13 +401,6 @@ def _python_pays(entry: _Compiled, pm_model: Any, job: SamplingJob | None, draws
     return entry.rent + _python_rent(entry.python, job, steps) <= PYTHON_RENT_LIMIT_S
 
 
-def _settle(key: tuple[Any, ...], job: SamplingJob, steps: int) -> None:
-    """After a run on the Python path: the shape's rent grows by the run's cost at its counted ``steps``."""
-    entry = _COMPILED.get(key)
-    if entry is not None and entry.native is None and entry.python is not None:
-        entry.rent += _python_rent(entry.python, job, steps)
-
-
 def _shared_names(compiled: Any) -> set[str]:
     """The data names a nutpie model's ``with_data`` takes (a compiled model's ``shared_data``, a Python
     path's ``_shared_data``)."""
@@ -418,9 +411,10 @@ def _shared_names(compiled: Any) -> set[str]:
 def _python_rent(python: Any, job: SamplingJob, steps: float) -> float:
     """Wall seconds ``steps`` leapfrog steps of ``job`` take on the Python path beyond the native one:
     :data:`PYTHON_CALL_S` each, and the chains' share of the measured log-density cost that the native
-    path would have spread over ``min(cores, chains)`` threads."""
+    path would have spread over ``min(cores, chains)`` threads (none on one thread)."""
     threads = max(1, min(job.cores, job.chains))
-    return steps * (PYTHON_CALL_S + python.logp_seconds() * (1 - 1 / threads))
+    parallel = python.logp_seconds * (1 - 1 / threads) if threads > 1 else 0.0  # timed once, where it counts
+    return steps * (PYTHON_CALL_S + parallel)
 
 
 def _compiled_key(pm_model: Any, name: Any, hierarchical: bool) -> tuple[Any, ...]:

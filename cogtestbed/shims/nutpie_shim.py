@@ -17,17 +17,17 @@ expansion as PyTensor NUMBA functions (``nutpie.compile_pymc._make_functions``; 
 code on disk, so a new process loads them in well under a second) and then wraps each in a ``numba.cfunc``
 that numba cannot cache (it closes over dynamic globals): 5–9 CPU-seconds in every process.
 :func:`python_model` builds the same two functions the same way and hands them to nutpie's public
-``nutpie.compiled_pyfunc.from_pyfunc`` instead, which calls them from Python: no ``cfunc``, about a third more
+``nutpie.compiled_pyfunc.from_pyfunc`` instead, which calls them from Python: no ``cfunc``, about 10 µs more
 CPU a log-density call, chains serialised on the GIL.  Same graph, same initial points, same seeds: the
-same draws as the compiled model (``tests/test_hierarchical.py``).
+same draws as the compiled model (``tests/test_nutpie_python_path.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import importlib
-import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -90,20 +90,20 @@ class PythonModel:
     model: Any
     logp_func: Any
     expand_func: Any
-
     #: one log-density-and-gradient call at the model's initial point (seed 0)
-    call_once: Any = None
+    call_once: Any
     #: the log-density calls made so far (every chain's, the timing calls' too)
-    calls: Any = None
+    calls: Any
 
-    def logp_seconds(self, calls: int = 3) -> float:
-        """Wall seconds of one log-density-and-gradient call at an initial point (the least of ``calls``
-        after one untimed call): what a NUTS leapfrog step costs on this path."""
+    @functools.cached_property
+    def logp_seconds(self) -> float:
+        """Wall seconds of one log-density-and-gradient call at an initial point (the least of 3 after one
+        untimed call), measured once: what a NUTS leapfrog step costs on this path."""
         import time
 
         self.call_once()
         best = float("inf")
-        for _ in range(calls):
+        for _ in range(3):
             start = time.perf_counter()
             self.call_once()
             best = min(best, time.perf_counter() - start)
@@ -115,14 +115,15 @@ def python_model(pm_model: Any) -> PythonModel:
     the functions, initial points (support point, every free variable jittered), dimensions and coordinates
     ``nutpie.compile_pymc_model(pm_model)`` builds, called from Python through ``from_pyfunc``."""
     import numpy as np
-    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords
+    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords, _wrap_with_lock
     from nutpie.compiled_pyfunc import from_pyfunc
     from pymc.initial_point import make_initial_point_fn
 
+    # the initial points as compile_pymc_model makes them, locked as it locks them for the chains' threads
     start = make_initial_point_fn(model=pm_model, overrides=None, default_strategy="support_point",
                                   jitter_rvs=set(pm_model.free_RVs), return_transformed=True)
     n_dim, _, logp_fn, expand_fn, initial_point, (names, slices, shapes) = _make_functions(
-        pm_model, mode="NUMBA", compute_grad=True, join_expanded=True, pymc_initial_point_fn=_locked(start))
+        pm_model, mode="NUMBA", compute_grad=True, join_expanded=True, pymc_initial_point_fn=_wrap_with_lock(start))
     logp_jit, expand_jit = logp_fn.vm.jit_fn, expand_fn.vm.jit_fn
     logp_shared = [v.name for v in logp_fn.get_shared()]
     expand_shared = [v.name for v in expand_fn.get_shared()]
@@ -157,16 +158,6 @@ def python_model(pm_model: Any) -> PythonModel:
                        lambda: counter[0])
 
 
-def _locked(fn: Any) -> Any:
-    """``fn`` called by one thread at a time (nutpie's chains draw their initial points in threads)."""
-    lock = threading.Lock()
-
-    def locked(*args: Any, **kwargs: Any) -> Any:
-        with lock:
-            return fn(*args, **kwargs)
-    return locked
-
-
 def problems() -> list[str]:
     """What no longer holds of the internals this shim relies on in the installed nutpie ([] where all
     does): the locked version, ``nutpie.sample._lib.ProgressType`` with ``none``, ``indicatif`` and
@@ -190,7 +181,8 @@ def problems() -> list[str]:
         out.append("nutpie.compile_pymc has no _compute_shapes")
     import dataclasses
 
-    out += [f"nutpie.compile_pymc has no {name}" for name in ("_make_functions", "_prepare_dims_and_coords")
+    out += [f"nutpie.compile_pymc has no {name}" for name in ("_make_functions", "_prepare_dims_and_coords",
+                                                              "_wrap_with_lock")
             if not callable(getattr(compile_pymc, name, None))]
     model_cls = getattr(compile_pymc, "CompiledPyMCModel", None)
     if model_cls is None or "_coords" not in {f.name for f in dataclasses.fields(model_cls)}:

@@ -29,8 +29,25 @@ def _job(pm_model: object, chains: int = 2, tune: int = 30, cores: int = 1) -> S
 
 
 @pytest.fixture
-def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> dict:
-    """An empty cache of compiled models for the test (the process's own is left as it was)."""
+def compiles(monkeypatch: pytest.MonkeyPatch) -> list:
+    """A machine whose disk cache has no compiled wrappers (``nutpie_cfunc.native_model`` finds none: what a
+    shape meets the first time, ``tests/test_nutpie_cfunc.py``); the models compiled are listed."""
+    from cogtestbed.shims import nutpie_cfunc
+
+    made: list = []
+    real = nutpie_cfunc.native_model
+
+    def native_model(pm_model: object, funcs: object = None, compile: bool = True) -> object:
+        return (made.append(pm_model) or real(pm_model, funcs, compile=True)) if compile else None
+
+    monkeypatch.setattr(nutpie_cfunc, "native_model", native_model)
+    return made
+
+
+@pytest.fixture
+def fresh_cache(monkeypatch: pytest.MonkeyPatch, compiles: list) -> dict:
+    """An empty cache of compiled models for the test (the process's own is left as it was), on a machine
+    that never compiled the shape (:func:`compiles`)."""
     cache: dict = {}
     monkeypatch.setattr(hs, "_COMPILED", cache)
     return cache
@@ -56,16 +73,11 @@ def test_the_python_path_draws_what_the_compiled_model_draws(fresh_cache: dict,
 
 
 def test_a_shape_stays_on_the_python_path_until_its_extra_cost_passes_the_compile(
-        fresh_cache: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+        fresh_cache: dict, compiles: list, monkeypatch: pytest.MonkeyPatch) -> None:
     """The ski-rental rule: a fit takes the Python path while the shape's rent so far (each run's counted
     steps at PYTHON_CALL_S, plus the chains' share a native run would spread over two threads) and the
     next run's estimate stay within PYTHON_RENT_LIMIT_S; the fit that would pass it compiles nutpie's model
     once, and every later fit of the shape uses it."""
-    import nutpie
-
-    compiles: list[object] = []
-    real = nutpie.compile_pymc_model
-    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda m: compiles.append(m) or real(m))
     model, trials = EXP.model("rw"), _trials()
     fit_hierarchical(model, trials, draws=30, tune=30, chains=2, seed=1, cores=1, warn=False, log_likelihood=False)
     (entry,) = fresh_cache.values()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cogtestbed.shims import numba_shim, nutpie_shim, pytensor_shim, typer_shim
+from cogtestbed.shims import numba_shim, nutpie_cfunc, nutpie_shim, pytensor_shim, typer_shim
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "cogtestbed"
@@ -35,7 +35,7 @@ def test_shim_is_pinned_to_the_locked_version(shim: object, library: str) -> Non
     assert _locked(library) == {shim.LOCKED}  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("shim", [numba_shim, nutpie_shim, pytensor_shim, typer_shim])
+@pytest.mark.parametrize("shim", [numba_shim, nutpie_cfunc, nutpie_shim, pytensor_shim, typer_shim])
 def test_the_internals_a_shim_relies_on_still_hold(shim: object) -> None:
     assert shim.problems() == []  # type: ignore[attr-defined]
 

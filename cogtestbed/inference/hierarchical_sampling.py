@@ -334,6 +334,9 @@ class _Compiled:
     python: Any = None
     native: Any = None
     rent: float = 0.0
+    #: the model's PyTensor functions (:func:`~cogtestbed.shims.nutpie_cfunc.model_functions`), built once for
+    #: both paths
+    funcs: Any = None
 
     def current(self) -> Any:
         return self.native if self.native is not None else self.python.model
@@ -365,11 +368,11 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
         if len(_COMPILED) > 8:
             _COMPILED.clear()
         _COMPILED[key] = _Compiled()
+        if job is not None:  # a shape compiled before on this machine: its wrappers from numba's disk cache
+            _COMPILED[key].native = _native(_COMPILED[key], pm_model, compile=False)
     entry = _COMPILED[key]
     if entry.native is None and not _python_pays(entry, pm_model, job, draws):
-        import nutpie
-
-        entry.native = nutpie.compile_pymc_model(pm_model)
+        entry.native = _native(entry, pm_model, compile=True)
         return entry.native
     if fresh:
         return entry.current()
@@ -397,8 +400,27 @@ def _python_pays(entry: _Compiled, pm_model: Any, job: SamplingJob | None, draws
     if entry.python is None:
         from cogtestbed.shims.nutpie_shim import python_model
 
-        entry.python = python_model(pm_model)
+        entry.python = python_model(pm_model, entry.funcs)
     return entry.rent + _python_rent(entry.python, job, steps) <= PYTHON_RENT_LIMIT_S
+
+
+def _native(entry: _Compiled, pm_model: Any, compile: bool) -> Any:
+    """nutpie's compiled model with wrappers numba caches on disk (:func:`~cogtestbed.shims.nutpie_cfunc.native_model`):
+    loaded where a process compiled the shape before, else compiled and saved (``compile``) or None; nutpie's own
+    ``compile_pymc_model`` where the cached wrappers cannot be built (``compile``) or None (not ``compile``)."""
+    from cogtestbed.shims import nutpie_cfunc
+
+    if not nutpie_cfunc.problems():
+        if entry.funcs is None:
+            entry.funcs = nutpie_cfunc.model_functions(pm_model)
+        model = nutpie_cfunc.native_model(pm_model, entry.funcs, compile=compile)
+        if model is not None or not compile:
+            return model
+    if not compile:
+        return None
+    import nutpie
+
+    return nutpie.compile_pymc_model(pm_model)
 
 
 def _shared_names(compiled: Any) -> set[str]:

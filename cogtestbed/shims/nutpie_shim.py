@@ -110,25 +110,25 @@ class PythonModel:
         return best
 
 
-def python_model(pm_model: Any) -> PythonModel:
+def python_model(pm_model: Any, funcs: Any = None) -> PythonModel:
     """``pm_model`` for ``nutpie.sample`` without nutpie's ``numba.cfunc`` compilation (module docstring):
     the functions, initial points (support point, every free variable jittered), dimensions and coordinates
-    ``nutpie.compile_pymc_model(pm_model)`` builds, called from Python through ``from_pyfunc``."""
+    ``nutpie.compile_pymc_model(pm_model)`` builds, called from Python through ``from_pyfunc``.  ``funcs``: the
+    model's :func:`~cogtestbed.shims.nutpie_cfunc.model_functions`, where already built."""
     import numpy as np
-    from nutpie.compile_pymc import _make_functions, _prepare_dims_and_coords, _wrap_with_lock
+    from nutpie.compile_pymc import _prepare_dims_and_coords
     from nutpie.compiled_pyfunc import from_pyfunc
-    from pymc.initial_point import make_initial_point_fn
 
-    # the initial points as compile_pymc_model makes them, locked as it locks them for the chains' threads
-    start = make_initial_point_fn(model=pm_model, overrides=None, default_strategy="support_point",
-                                  jitter_rvs=set(pm_model.free_RVs), return_transformed=True)
-    n_dim, _, logp_fn, expand_fn, initial_point, (names, slices, shapes) = _make_functions(
-        pm_model, mode="NUMBA", compute_grad=True, join_expanded=True, pymc_initial_point_fn=_wrap_with_lock(start))
+    from cogtestbed.shims.nutpie_cfunc import model_functions
+
+    funcs = funcs if funcs is not None else model_functions(pm_model)
+    logp_fn, expand_fn, initial_point = funcs.logp_fn, funcs.expand_fn, funcs.initial_point
+    names, slices, shapes = funcs.shape_info
+    n_dim = funcs.n_dim
     logp_jit, expand_jit = logp_fn.vm.jit_fn, expand_fn.vm.jit_fn
     logp_shared = [v.name for v in logp_fn.get_shared()]
     expand_shared = [v.name for v in expand_fn.get_shared()]
-    shared = {v.name: np.array(v.get_value(), order="C", copy=True)
-              for v in (*logp_fn.get_shared(), *expand_fn.get_shared())}
+    shared = {name: np.array(value, order="C", copy=True) for name, value in funcs.shared_data.items()}
     parts = [(name, part, tuple(shape)) for name, part, shape in zip(names, slices, shapes, strict=True)]
 
     counter = [0]  # an estimate's input: an increment lost to a thread switch does not matter

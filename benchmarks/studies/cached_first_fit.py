@@ -1,19 +1,22 @@
 """Every family's first hierarchical fit in a process, its wrappers loaded from numba's disk cache, against NumPyro
 (issue 71 item 4).
 
-    python benchmarks/studies/cached_first_fit.py                       # every case (~30 min on one core)
-    python benchmarks/studies/cached_first_fit.py --cases rw,bart       # some cases
-    python benchmarks/studies/cached_first_fit.py ... --record NAME     # also benchmarks/studies/results/NAME.json
+    python benchmarks/studies/cached_first_fit.py --baseline BASE            # every case (~50 min on one core)
+    python benchmarks/studies/cached_first_fit.py --baseline BASE --cases rw # some cases
+    python benchmarks/studies/cached_first_fit.py ... --record NAME          # also benchmarks/studies/results/NAME.json
 
 For each case of ``bench_hierarchical_vs_numpyro.py`` with a NumPyro rate on record, two fresh processes one after
 the other, the package's side only, nutpie on one thread: a warm-up (4 chains x (20 + 20) on data set 0: the
 process compiles the model's wrappers where no earlier process on this machine did, and numba saves them,
 ``cogtestbed.shims.nutpie_cfunc``), then the measured fit of data set 0 at the settings of the family table in
-docs/benchmarks.md (the process's first fit: it loads the wrappers instead of compiling them).  Its min bulk ESS per
-CPU-second is divided by NumPyro's on the same data set as recorded there (:data:`NUMPYRO_RECORDED`: NumPyro's
-process jit-compiles its model on that data set, as every NumPyro process does); a row counts at >= 3x with the
-package's max R-hat <= 1.01 and no divergence.  The seeds are the recorded runs', so where the package's settings
-did not change since, its draws (ESS, R-hat, divergences) are the recorded ones and only its CPU differs.
+docs/benchmarks.md (the process's first fit: it loads the wrappers instead of compiling them), alternating case by
+case with the same fit by the checkout ``--baseline`` (the code before: its process compiles nutpie's model).  Two
+ratios to NumPyro, each a pairing across runs: *direct*, the min bulk ESS per CPU-second over NumPyro's on the same
+data set as recorded in docs/benchmarks.md (:data:`NUMPYRO_RECORDED`; NumPyro's process jit-compiles its model on
+that data set, as every NumPyro process does), and *scaled*, the family table's ratio (:data:`FAMILY_TABLE`) times
+the package's CPU before over after, both measured here (what the change did, at this run's load).  A row counts
+where the lower of the two is >= 3x at the package's max R-hat <= 1.01 and no divergence.  The seeds are the
+recorded runs', so the draws are the baseline's ("same draws": equal min bulk ESS, R-hat and divergences).
 Revealed-belief dissonant has no NumPyro rate (NumPyro did not finish) and is not a case.
 """
 
@@ -51,15 +54,26 @@ NUMPYRO_RECORDED: dict[str, tuple[int, float]] = {
     "two-step-hybrid": (1704, 76.8), "two-step-model-based": (2084, 69.9), "two-step-model-free": (1108, 68.1),
     "restless-kalman": (1107, 383.1), "belief-mnl": (363, 159.8), "belief-loss": (633, 560.4),
     "collider-3p": (277, 574.9), "collider-4p": (626, 140.3)}
+#: The family table's data-set-0 ratios (docs/benchmarks.md, "Every family, first and later data set").
+FAMILY_TABLE: dict[str, float] = {
+    "rw-pm": 2.31, "rw": 3.02, "expected-value": 2.79, "prospect-theory": 3.60, "hyperbolic": 5.04,
+    "generalised-bayes": 1.73, "magnitude-linear": 1.73, "static-bayes": 2.39, "magnitude-kalman": 26.00,
+    "bart": 1.04, "horizon": 1.51, "two-step-hybrid": 3.31, "two-step-model-based": 3.13,
+    "two-step-model-free": 3.07, "restless-kalman": 3.13, "belief-mnl": 1.08, "belief-loss": 2.01,
+    "collider-3p": 9.94, "collider-4p": 2.70}
 RHAT = 1.01
-COLUMNS = ["case", "package: ESS/CPU-s (bulk ESS; CPU s)", "R-hat", "div.", "warm-up CPU s", "NumPyro ESS/CPU-s",
-           "ratio", "counts"]
+COLUMNS = ["case", "CPU s before -> after", "same", "ESS/CPU-s (bulk ESS)", "R-hat", "div.", "direct", "scaled",
+           "counts"]
 
 
-def bench(case: str, subjects: int, draws: int, tune: int) -> tuple[dict[str, Any], float]:
-    """The bench's data-set-0 row for ``case`` in a fresh process on one thread, and the process's CPU seconds."""
+def bench(case: str, subjects: int, draws: int, tune: int, root: Path | None = None) -> tuple[dict[str, Any], float]:
+    """The bench's data-set-0 row for ``case`` in a fresh process on one thread, and the process's CPU seconds; the
+    checkout ``root``'s code and bench where given."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-    args = [sys.executable, str(BENCH), "--package-only", "--cases", case, "--reps", "1", "--cores", "1",
+    script = BENCH if root is None else root / "benchmarks" / BENCH.name
+    if root is not None:
+        env["PYTHONPATH"] = str(root)
+    args = [sys.executable, str(script), "--package-only", "--cases", case, "--reps", "1", "--cores", "1",
             "--subjects", str(subjects), "--draws", str(draws), "--tune", str(tune)]
     before = os.times()
     done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
@@ -70,26 +84,33 @@ def bench(case: str, subjects: int, draws: int, tune: int) -> tuple[dict[str, An
     return rows[-1], (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
-def measure(case: str) -> dict[str, Any]:
-    """The warm-up and the measured process of one case (module docstring)."""
+def measure(case: str, baseline: Path, flip: bool) -> dict[str, Any]:
+    """The warm-up, then the measured process of one case and the baseline's, in that order or flipped (module
+    docstring)."""
     subjects, draws, tune = SETTINGS[case]
     _, warm_cpu = bench(case, subjects, 20, 20)
-    row, _ = bench(case, subjects, draws, tune)
-    return {**row, "warm_up_process_cpu_s": warm_cpu, "load": os.getloadavg()[0], "at": time.strftime("%H:%M:%S")}
+    out: dict[str, Any] = {}
+    for side in (("before", "after") if flip else ("after", "before")):
+        out[side], _ = bench(case, subjects, draws, tune, baseline if side == "before" else None)
+    return {**out, "warm_up_process_cpu_s": warm_cpu, "load": os.getloadavg()[0], "at": time.strftime("%H:%M:%S")}
 
 
-def table_row(case: str, r: dict[str, Any]) -> list[str]:
+def table_row(case: str, m: dict[str, Any]) -> list[str]:
+    before, r = m["before"], m["after"]
     ess, cpu = NUMPYRO_RECORDED[case]
-    ratio = r["ess_per_cpu_s"] / (ess / cpu)
-    counts = ratio >= 3 and r["max_rhat"] <= RHAT and r["divergences"] == 0
-    return [case, f"{r['ess_per_cpu_s']:.1f} ({r['min_ess_bulk']:.0f}; {r['cpu_s']:.1f})", f"{r['max_rhat']:.4f}",
-            str(r["divergences"]), f"{r['warm_up_process_cpu_s']:.1f}", f"{ess / cpu:.1f}", f"{ratio:.2f}x",
-            "yes" if counts else "no"]
+    direct = r["ess_per_cpu_s"] / (ess / cpu)
+    scaled = FAMILY_TABLE[case] * before["cpu_s"] / r["cpu_s"]
+    same = all(before[k] == r[k] for k in ("min_ess_bulk", "max_rhat", "divergences"))
+    counts = min(direct, scaled) >= 3 and r["max_rhat"] <= RHAT and r["divergences"] == 0
+    return [case, f"{before['cpu_s']:.1f} -> {r['cpu_s']:.1f}", "yes" if same else "no",
+            f"{r['ess_per_cpu_s']:.1f} ({r['min_ess_bulk']:.0f})", f"{r['max_rhat']:.4f}", str(r["divergences"]),
+            f"{direct:.2f}x", f"{scaled:.2f}x", "yes" if counts else "no"]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated bench cases")
+    ap.add_argument("--baseline", type=Path, required=True, help="a checkout of the code before (it compiles)")
     ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
     ap.add_argument("--notes", default="", help="with --record: when, on which code, at what load")
     o = ap.parse_args(argv)
@@ -97,15 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     if not cases or any(c not in SETTINGS for c in cases):
         print(f"give cases of {', '.join(CASES)}", file=sys.stderr)
         return 2
+    keys = ("cpu_s", "min_ess_bulk", "max_rhat", "divergences", "mean_steps", "ess_per_cpu_s")
     rows = []
-    for case in cases:
-        r = measure(case)
-        rows.append(table_row(case, r))
-        print(json.dumps({"case": case, **{k: r[k] for k in ("cpu_s", "min_ess_bulk", "max_rhat", "divergences",
-                                                               "mean_steps", "ess_per_cpu_s", "warm_up_process_cpu_s",
-                                                               "load", "at")}}), flush=True)
+    for i, case in enumerate(cases):
+        m = measure(case, o.baseline, flip=i % 2 == 1)
+        rows.append(table_row(case, m))
+        print(json.dumps({"case": case, **{side: {k: m[side][k] for k in keys} for side in ("before", "after")},
+                          **{k: m[k] for k in ("warm_up_process_cpu_s", "load", "at")}}), flush=True)
     counted = [r[0] for r in rows if r[-1] == "yes"]
-    summary = f"{len(counted)} of {len(rows)} first data sets count (>= 3x, R-hat <= {RHAT}, no divergence)"
+    summary = (f"{len(counted)} of {len(rows)} first data sets count (the lower ratio >= 3x, R-hat <= {RHAT}, "
+               "no divergence)")
     print(" | ".join(COLUMNS))
     print("\n".join(" | ".join(r) for r in rows))
     print(summary)
@@ -113,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.path.insert(0, str(HERE))
         import recorded
 
-        command = "python benchmarks/studies/cached_first_fit.py" + ("" if cases == CASES else f" --cases {o.cases}")
+        command = ("python benchmarks/studies/cached_first_fit.py --baseline BASE"
+                   + ("" if cases == CASES else f" --cases {o.cases}"))
         recorded.write(o.record, command, [{"title": "data set 0, the process's first fit, wrappers from the disk "
                                             "cache", "columns": COLUMNS, "rows": rows}],
                        notes=f"{o.notes} {summary}; counted: {', '.join(counted) or 'none'}".strip())

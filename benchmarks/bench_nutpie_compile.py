@@ -11,12 +11,18 @@ those again) and ``sample_cpu_s`` (one chain of 10 tuning + 10 draws on the comp
 twice: the first run after a change of the package's sources also fills PyTensor's cache.
 
     python benchmarks/bench_nutpie_compile.py rw --paths   # issue 71 item 4: the Python path against the compiled
+    python benchmarks/bench_nutpie_compile.py rw --cached  # issue 71 item 4: the wrappers from numba's disk cache
 
 ``--paths``: the two ways ``fit_hierarchical`` can run nutpie on the model
 (``hierarchical_sampling._nutpie_compiled``): nutpie's compiled model and the Python path
 (``nutpie_shim.python_model``).  Prints the CPU of building each, then 4 chains x (500 + 1000) on one thread
 on each, alternated over ``--rounds`` (the low-rank mass matrix where the model declares it, as the package
 samples), whether the draws are the same, the leapfrog steps and the extra CPU a step on the Python path.
+
+``--cached``: ``nutpie_cfunc.native_model`` (the model with wrappers numba caches on disk, what
+``fit_hierarchical`` samples natively): the CPU seconds of building PyTensor's functions and of compiling or
+loading the two wrappers, and whether they came from the cache.  The first run of a case on a machine compiles and
+saves them; run it again to see a new process load them.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--subjects", type=int, default=20)
     parser.add_argument("--paths", action="store_true", help="the Python path against nutpie's compiled model")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--cached", action="store_true", help="the wrappers numba caches on disk: compile or load")
     args = parser.parse_args(argv)
     if args.case not in bench.CASES or args.subjects < 2:
         print(f"give a case of {', '.join(bench.CASES)} and --subjects >= 2", file=sys.stderr)
@@ -55,6 +62,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     model = get_experiment(case.experiment).model(case.model)
     if args.paths:
         return paths(model, table, args.rounds)
+    if args.cached:
+        return cached(args.case, case.subjects, model, table)
     start = time.process_time()
     pm_model = model.pymc_model(table)
     built = time.process_time()
@@ -64,6 +73,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     nutpie.sample(compiled, draws=10, tune=10, chains=1, cores=1, seed=0, progress_bar=False)
     print(json.dumps({"case": args.case, "subjects": case.subjects, "build_cpu_s": round(built - start, 2),
                       "compile_cpu_s": round(done - built, 2), "sample_cpu_s": round(time.process_time() - done, 2)}))
+    return 0
+
+
+def cached(name: str, subjects: int, model: object, table: object) -> int:
+    """Build the model with the wrappers numba caches on disk, loading them where cached (``--cached``)."""
+    from cogtestbed.inference.reproducible import strict_float
+    from cogtestbed.shims import nutpie_cfunc
+
+    pm_model = model.pymc_model(table)  # type: ignore[attr-defined]
+    with strict_float():  # as fit_hierarchical builds it
+        start = time.process_time()
+        funcs = nutpie_cfunc.model_functions(pm_model)
+        built = time.process_time()
+        loaded = nutpie_cfunc.native_model(pm_model, funcs, compile=False)
+        probed = time.process_time()
+        compiled = loaded if loaded is not None else nutpie_cfunc.native_model(pm_model, funcs)
+        done = time.process_time()
+    if compiled is None:
+        print(f"{name}: the wrappers cannot be cached for this model (nutpie_cfunc.native_model gave None)")
+        return 1
+    print(json.dumps({"case": name, "subjects": subjects, "functions_cpu_s": round(built - start, 2),
+                      "wrappers": "loaded" if loaded is not None else "compiled",
+                      "wrappers_cpu_s": round(done - built, 2), "probe_cpu_s": round(probed - built, 2)}))
     return 0
 
 

@@ -130,10 +130,12 @@ import numpy as np, nutpie
 sys.path.insert(0, {tests!r})
 from test_hierarchical import EXP, _trials
 from cogtestbed.inference.reproducible import strict_float
-for arg in sys.argv[1:]:
+from cogtestbed.shims.nutpie_cfunc import native_model
+for arg in sys.argv[2:]:
     name, n = arg.split(":")
     with strict_float():
-        compiled = nutpie.compile_pymc_model(EXP.model(name).pymc_model(_trials(int(n), 1), True))
+        pm_model = EXP.model(name).pymc_model(_trials(int(n), 1), True)
+        compiled = native_model(pm_model) if sys.argv[1] == "cached" else nutpie.compile_pymc_model(pm_model)
     x, grad, logp = np.zeros(compiled.n_dim), np.zeros(compiled.n_dim), np.zeros(())
     dbl = ctypes.POINTER(ctypes.c_double)
     rc = compiled.compiled_logp_func.ctypes(compiled.n_dim, x.ctypes.data_as(dbl), grad.ctypes.data_as(dbl),
@@ -143,12 +145,14 @@ for arg in sys.argv[1:]:
 
 
 @pytest.mark.slow
-def test_models_cached_by_two_processes_run_their_own_graphs_in_a_third(tmp_path: Path) -> None:
+@pytest.mark.parametrize("builder", ["nutpie", "cached"])
+def test_models_cached_by_two_processes_run_their_own_graphs_in_a_third(tmp_path: Path, builder: str) -> None:
     """Two fresh processes each compile another model first (with numba's counted ids both graphs were
     ``numba_funcified_fgraph`` number 27), and a third, loading both from the PyTensor cache they filled,
     runs each model's own log density in nutpie's C function: return code 0 and PyTensor's value (before
     :func:`unique_numba_symbols`, RW with 5 subjects ran RW±'s graph: error code 1, "All initialization
-    points failed" in a fit)."""
+    points failed" in a fit).  ``cached``: the C wrappers themselves come from the disk cache in the third
+    (:func:`cogtestbed.shims.nutpie_cfunc.native_model`; each is named ``cogtestbed_logp`` whatever the model)."""
     import os
     import subprocess
     import sys
@@ -160,7 +164,7 @@ def test_models_cached_by_two_processes_run_their_own_graphs_in_a_third(tmp_path
            "PYTHONPATH": str(root)}
 
     def run(*models: str) -> list[list[str]]:
-        out = subprocess.run([sys.executable, str(script), *models], env=env, capture_output=True, text=True,
+        out = subprocess.run([sys.executable, str(script), builder, *models], env=env, capture_output=True, text=True,
                              check=True, timeout=900).stdout
         return [line.split() for line in out.splitlines() if line.split()[:1] and ":" in line.split()[0]]
 

@@ -6,8 +6,8 @@
     python benchmarks/studies/cached_first_fit.py ... --record NAME          # also benchmarks/studies/results/NAME.json
 
 For each case of ``bench_hierarchical_vs_numpyro.py`` with a NumPyro rate on record, two fresh processes one after
-the other, the package's side only, nutpie on one thread: a warm-up (4 chains x (20 + 20) on data set 0: the
-process compiles the model's wrappers where no earlier process on this machine did, and numba saves them,
+the other, the package's side only, nutpie on one thread: a warm-up (``bench_nutpie_compile.py CASE --cached``:
+the process compiles the model's wrappers where no earlier process on this machine did, and numba saves them,
 ``cogtestbed.shims.nutpie_cfunc``), then the measured fit of data set 0 at the settings of the family table in
 docs/benchmarks.md (the process's first fit: it loads the wrappers instead of compiling them), alternating case by
 case with the same fit by the checkout ``--baseline`` (the code before: its process compiles nutpie's model).  Two
@@ -84,15 +84,28 @@ def bench(case: str, subjects: int, draws: int, tune: int, root: Path | None = N
     return rows[-1], (after.children_user - before.children_user) + (after.children_system - before.children_system)
 
 
+def warm_up(case: str, subjects: int) -> dict[str, Any]:
+    """``bench_nutpie_compile.py CASE --cached`` in a fresh process: the case's wrappers compiled and saved where no
+    process on this machine did, else loaded (its JSON line)."""
+    done = subprocess.run([sys.executable, str(HERE.parent / "bench_nutpie_compile.py"), case, "--cached",
+                           "--subjects", str(subjects)], capture_output=True, text=True, check=False)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not rows:
+        raise RuntimeError(f"{case}: the warm-up failed: {done.stdout[-500:]} {done.stderr[-1500:]}")
+    result: dict[str, Any] = rows[-1]
+    return result
+
+
 def measure(case: str, baseline: Path, flip: bool) -> dict[str, Any]:
     """The warm-up, then the measured process of one case and the baseline's, in that order or flipped (module
     docstring)."""
     subjects, draws, tune = SETTINGS[case]
-    _, warm_cpu = bench(case, subjects, 20, 20)
+    warm = warm_up(case, subjects)
     out: dict[str, Any] = {}
     for side in (("before", "after") if flip else ("after", "before")):
         out[side], _ = bench(case, subjects, draws, tune, baseline if side == "before" else None)
-    return {**out, "warm_up_process_cpu_s": warm_cpu, "load": os.getloadavg()[0], "at": time.strftime("%H:%M:%S")}
+    return {**out, "warm_up": {k: warm[k] for k in ("wrappers", "wrappers_cpu_s")}, "load": os.getloadavg()[0],
+            "at": time.strftime("%H:%M:%S")}
 
 
 def table_row(case: str, m: dict[str, Any]) -> list[str]:
@@ -124,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         m = measure(case, o.baseline, flip=i % 2 == 1)
         rows.append(table_row(case, m))
         print(json.dumps({"case": case, **{side: {k: m[side][k] for k in keys} for side in ("before", "after")},
-                          **{k: m[k] for k in ("warm_up_process_cpu_s", "load", "at")}}), flush=True)
+                          **{k: m[k] for k in ("warm_up", "load", "at")}}), flush=True)
     counted = [r[0] for r in rows if r[-1] == "yes"]
     summary = (f"{len(counted)} of {len(rows)} first data sets count (the lower ratio >= 3x, R-hat <= {RHAT}, "
                "no divergence)")

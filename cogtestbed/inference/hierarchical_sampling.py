@@ -303,9 +303,11 @@ def _more_draws_help(diag: Diagnostics) -> bool:
     return not diag.ok and diag.divergences == 0
 
 
-#: CPU seconds of nutpie's ``numba.cfunc`` compilation of a model (what the Python path of
-#: :func:`~cogtestbed.shims.nutpie_shim.python_model` avoids): 5.5-8.5 measured on RW± 20 × 96 in fresh
-#: processes (docs/benchmarks.md, issue 71 item 4); the project's round figure for the choice below.
+#: CPU seconds of compiling a model's ``numba.cfunc`` wrappers (what the Python path of
+#: :func:`~cogtestbed.shims.nutpie_shim.python_model` avoids, and what a shape compiled before on the machine
+#: loads from numba's disk cache instead: :mod:`~cogtestbed.shims.nutpie_cfunc`): 5.5-8.5 measured for nutpie's
+#: on RW± 20 × 96 in fresh processes (docs/benchmarks.md, issue 71 item 4); the project's round figure for the
+#: choice below.
 NATIVE_COMPILE_S = 6.0
 #: Extra CPU seconds a leapfrog step (one log-density call) takes on the Python path: nutpie calls Python
 #: from its sampling thread, Python calls PyTensor's numba function.  10.4 µs on RW 20 × 96 and 9.5 µs on
@@ -351,12 +353,15 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
     Two ways to one sampler and the same draws (:func:`~cogtestbed.shims.nutpie_shim.python_model`): the
     Python path calls PyTensor's NUMBA functions (cached on disk: about a second in a new process) from
     Python, :data:`PYTHON_CALL_S` more a leapfrog step and its chains one at a time (they hold the GIL);
-    the native path is ``nutpie.compile_pymc_model``, whose ``numba.cfunc`` wrappers numba cannot cache
-    (about :data:`NATIVE_COMPILE_S` CPU-seconds in every process).  A shape's fits take the Python path
-    while its extra cost so far (the runs' counted steps) and the next run's estimate (:func:`_python_rent`
-    at :data:`STEPS_PER_DRAW`) stay within :data:`PYTHON_RENT_LIMIT_S`; then the shape is compiled once
-    and every later fit uses it (a run estimated past the limit on its own compiles at once, the Python path
-    not built).  ``job`` None: the native model.  The choice changes times, never draws.
+    the native path is nutpie's compiled model with ``numba.cfunc`` wrappers numba caches on disk
+    (:func:`~cogtestbed.shims.nutpie_cfunc.native_model`; nutpie's own ``compile_pymc_model`` where they cannot
+    be built).  A shape whose wrappers a process on this machine compiled before is native from its first fit
+    (they load in a few hundredths of a second).  Otherwise compiling them costs about :data:`NATIVE_COMPILE_S`
+    CPU-seconds once, and a shape's fits take the Python path while its extra cost so far (the runs' counted
+    steps) and the next run's estimate (:func:`_python_rent` at :data:`STEPS_PER_DRAW`) stay within
+    :data:`PYTHON_RENT_LIMIT_S`; then the wrappers are compiled (and saved) and every later fit uses them (a run
+    estimated past the limit on its own compiles at once, the Python path not built).  ``job`` None: the native
+    model.  The choice changes times, never draws.
 
     The data live in ``pm.Data`` containers, so a cached model is pointed at the new arrays (and at the
     new lengths of the coordinates, where its graph reads them) with nutpie's ``with_data``: a recovery

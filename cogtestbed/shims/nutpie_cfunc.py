@@ -243,9 +243,10 @@ def native_model(pm_model: Any, funcs: ModelFunctions | None = None, compile: bo
 
 def problems() -> list[str]:
     """What no longer holds of the nutpie and PyTensor internals :func:`native_model` relies on ([] where all
-    does): the locked nutpie (:data:`cogtestbed.shims.nutpie_shim.LOCKED`), its ``_make_functions``, ``_wrap_with_lock``, ``_prepare_dims_and_coords``, ``make_user_data``
-    and ``CompiledPyMCModel`` (with its ``compiled_logp_func`` and ``user_data`` fields); PyTensor's
-    ``compile_numba_function_src`` and ``CACHED_SRC_FUNCTIONS``."""
+    does): the locked nutpie (:data:`cogtestbed.shims.nutpie_shim.LOCKED`), its ``_make_functions``,
+    ``_wrap_with_lock``, ``_prepare_dims_and_coords``, ``make_user_data`` and ``CompiledPyMCModel`` (with its
+    ``compiled_logp_func`` and ``user_data`` fields); PyTensor's ``compile_numba_function_src`` and
+    ``CACHED_SRC_FUNCTIONS``."""
     import importlib
 
     import nutpie

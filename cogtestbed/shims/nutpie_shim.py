@@ -15,8 +15,10 @@ re-points the data but keeps the coordinates of the model it was compiled from).
 :func:`python_model` (issue 71 item 4): ``nutpie.compile_pymc_model`` builds the model's log density and
 expansion as PyTensor NUMBA functions (``nutpie.compile_pymc._make_functions``; PyTensor caches their numba
 code on disk, so a new process loads them in well under a second) and then wraps each in a ``numba.cfunc``
-that numba cannot cache (it closes over dynamic globals): 5–9 CPU-seconds in every process.
-:func:`python_model` builds the same two functions the same way and hands them to nutpie's public
+that numba cannot cache (it closes over dynamic globals): 5–9 CPU-seconds in every process
+(:mod:`cogtestbed.shims.nutpie_cfunc` builds wrappers numba can cache, what a process meets once the shape
+was compiled on the machine).  :func:`python_model` builds the same two functions the same way
+(:func:`~cogtestbed.shims.nutpie_cfunc.model_functions`) and hands them to nutpie's public
 ``nutpie.compiled_pyfunc.from_pyfunc`` instead, which calls them from Python: no ``cfunc``, about 10 µs more
 CPU a log-density call, chains serialised on the GIL.  Same graph, same initial points, same seeds: the
 same draws as the compiled model (``tests/test_nutpie_python_path.py``).

@@ -170,3 +170,24 @@ def test_the_layout_check_refuses_another_record() -> None:
     narrow = np.zeros((), dtype=[("shared", [("data", [("a", np.uintp)]), ("size", [("a", np.uintp)]),
                                              ("shape", [("a", np.uint32, (2,))])])])
     assert layout_problem(narrow, [2]) is not None
+
+
+def test_a_model_pytensor_cannot_cache_is_compiled_by_nutpie(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lapse kernel has no source, so PyTensor gives its graph no cache key (``tests/test_reproducible.py``):
+    no wrapper is loaded or compiled under a key that could be another graph's, and ``_native`` compiles with
+    nutpie's ``compile_pymc_model``."""
+    import nutpie
+
+    from cogtestbed.inference.base import with_lapse
+    from cogtestbed.shims.nutpie_cfunc import native_model
+    from cogtestbed.simulation import simulate
+
+    exp = get_experiment("instrumental-learning")
+    trials = simulate(exp, "rw", 3, 0, params={"alpha": np.full(3, 0.3), "beta": np.full(3, 4.0)})
+    pm_model = with_lapse(exp.model("rw")).pymc_model(trials, True)
+    with strict_float():
+        assert native_model(pm_model, compile=False) is None and native_model(pm_model) is None
+        entry = hs._Compiled()
+        assert hs._native(entry, pm_model, compile=False) is None
+        monkeypatch.setattr(nutpie, "compile_pymc_model", lambda m: ("nutpie's", m))
+        assert hs._native(entry, pm_model, compile=True) == ("nutpie's", pm_model)

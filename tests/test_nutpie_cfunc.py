@@ -93,10 +93,12 @@ def test_the_cached_wrappers_compute_what_nutpies_compute() -> None:
     assert _call_logp(ours, np.zeros(ours.n_dim + 1))[0] == -1
 
 
+@pytest.mark.slow
 def test_a_second_process_loads_the_wrappers_instead_of_compiling(tmp_path: Path) -> None:
     """In a fresh PyTensor cache folder: the first process finds no cached wrappers (``compile=False``: None,
     nothing compiled), compiles them and samples; a second process loads both (numba counts one cache hit each)
-    and samples the same draws (compared within 1e-12: one compiled, one loaded)."""
+    and samples the same draws (compared within 1e-12: one compiled, one loaded).  About 25 s; the default suite's
+    check of the disk cache is in one process (the next test)."""
     script = textwrap.dedent("""
         import json, sys
         import numpy as np, nutpie

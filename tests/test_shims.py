@@ -29,7 +29,7 @@ def _locked(name: str) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("shim, library", [(numba_shim, "numba"), (nutpie_shim, "nutpie"),
+@pytest.mark.parametrize("shim, library", [(numba_shim, "numba"), (nutpie_cfunc, "nutpie"), (nutpie_shim, "nutpie"),
                                            (pytensor_shim, "pytensor"), (typer_shim, "typer")])
 def test_shim_is_pinned_to_the_locked_version(shim: object, library: str) -> None:
     assert _locked(library) == {shim.LOCKED}  # type: ignore[attr-defined]

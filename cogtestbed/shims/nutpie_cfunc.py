@@ -40,6 +40,9 @@ LOGP_SIGNATURE = types.int64(types.uint64, types.CPointer(types.double), types.C
                              types.CPointer(types.double), types.voidptr)
 EXPAND_SIGNATURE = types.int64(types.uint64, types.uint64, types.CPointer(types.double),
                                types.CPointer(types.double), types.voidptr)
+#: The nutpie version whose wrappers and ``user_data`` layout these mirror (``locks/test.txt``, ``locks/demo.txt``;
+#: another version is compiled by nutpie itself, :func:`problems`).
+LOCKED = "0.16.8"
 #: Bumped whenever the wrappers' source template changes meaning (part of every cache key).
 TEMPLATE_VERSION = 1
 
@@ -243,15 +246,13 @@ def native_model(pm_model: Any, funcs: ModelFunctions | None = None, compile: bo
 
 def problems() -> list[str]:
     """What no longer holds of the nutpie and PyTensor internals :func:`native_model` relies on ([] where all
-    does): the locked nutpie (:data:`cogtestbed.shims.nutpie_shim.LOCKED`), its ``_make_functions``,
+    does): the locked nutpie (:data:`LOCKED`), its ``_make_functions``,
     ``_wrap_with_lock``, ``_prepare_dims_and_coords``, ``make_user_data`` and ``CompiledPyMCModel`` (with its
     ``compiled_logp_func`` and ``user_data`` fields); PyTensor's ``compile_numba_function_src`` and
     ``CACHED_SRC_FUNCTIONS``."""
     import importlib
 
     import nutpie
-
-    from cogtestbed.shims.nutpie_shim import LOCKED
 
     version = getattr(nutpie, "__version__", None)
     out = [] if version == LOCKED else [f"nutpie {version} is installed; the cached wrappers are for {LOCKED}"]
@@ -270,5 +271,6 @@ def problems() -> list[str]:
     return out
 
 
-__all__ = ["EXPAND_SIGNATURE", "LOGP_SIGNATURE", "ModelFunctions", "TEMPLATE_VERSION", "address_as_void_pointer",
-           "expand_source", "layout_problem", "logp_source", "model_functions", "native_model", "problems"]
+__all__ = ["EXPAND_SIGNATURE", "LOCKED", "LOGP_SIGNATURE", "ModelFunctions", "TEMPLATE_VERSION",
+           "address_as_void_pointer", "expand_source", "layout_problem", "logp_source", "model_functions",
+           "native_model", "problems"]

@@ -230,13 +230,13 @@ from cogtestbed.outputs import atomic_write_bytes, output_dir
 
 signals.GIVE_UP_S, signals.RELAX_S = 0.3, 0.1
 under_numba = {}
-exec(compile("def sit():\\n    while True:\\n        time.sleep(0.05)", os.path.join(os.sep + "site-packages", "numba",
-     "core", "fake.py"), "exec"), {"time": time}, under_numba)
+# "ready" is printed from inside the frame under numba: a signal sent after it cannot land in the block's own code
+exec(compile("def sit():\\n    print('ready', flush=True)\\n    while True:\\n        time.sleep(0.05)",
+     os.path.join(os.sep + "site-packages", "numba", "core", "fake.py"), "exec"), {"time": time}, under_numba)
 tmp = Path(sys.argv[1])
 with signals.handle_signals(), output_dir(tmp / "deep" / "new"), output_dir(tmp / "mine", force=True):
     (tmp / "deep" / "new" / "plan.json").write_text("{")  # partly written
     atomic_write_bytes(tmp / "mine" / "plan.json", lambda p: p.write_text("{}"))
-    print("ready", flush=True)
     under_numba["sit"]()
 print("unreachable", flush=True)
 """

@@ -138,3 +138,25 @@ def test_the_python_path_leaves_the_model_as_it_was_and_takes_any_data_name() ->
     with model:
         pm.compute_log_likelihood(trace, progressbar=False)
     assert trace.log_likelihood["y"].shape == (1, 20, 4)
+
+
+def test_a_shape_compiled_at_a_later_fit_samples_that_fits_data(fresh_cache: dict,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled model is built from the functions of the shape's first model in the process (built once for
+    both paths), whose data are the first fit's: a shape compiled at a later fit samples that fit's data (the same
+    draws as the same data compiled at once in a fresh cache), not the first fit's."""
+    model = EXP.model("rw")
+    first, second = _trials(seed=0), _trials(seed=5)
+    monkeypatch.setattr(hs, "PYTHON_RENT_LIMIT_S", float("inf"))
+    fit_hierarchical(model, first, draws=30, tune=30, chains=2, seed=1, cores=1, warn=False, log_likelihood=False)
+    (entry,) = fresh_cache.values()
+    assert entry.native is None and entry.python is not None
+    monkeypatch.setattr(hs, "PYTHON_RENT_LIMIT_S", 0.0)
+    later = fit_hierarchical(model, second, draws=30, tune=30, chains=2, seed=2, cores=1, warn=False,
+                             log_likelihood=False)
+    assert entry.native is not None  # compiled at this fit
+    fresh_cache.clear()
+    alone = fit_hierarchical(model, second, draws=30, tune=30, chains=2, seed=2, cores=1, warn=False,
+                             log_likelihood=False)
+    for name, values in alone.idata.posterior.items():
+        np.testing.assert_allclose(later.idata.posterior[name].values, values.values, rtol=0, atol=1e-9)

@@ -377,8 +377,8 @@ def _nutpie_compiled(pm_model: Any, key: tuple[Any, ...], job: SamplingJob | Non
             _COMPILED[key].native = _native(_COMPILED[key], pm_model, compile=False)
     entry = _COMPILED[key]
     if entry.native is None and not _python_pays(entry, pm_model, job, draws):
+        # built from the functions of the shape's first model in the process: its data, re-pointed below
         entry.native = _native(entry, pm_model, compile=True)
-        return entry.native
     if fresh:
         return entry.current()
     from cogtestbed.shims.nutpie_shim import with_coords

@@ -33,11 +33,12 @@ def _small_model(n: int = 6, seed: int = 0):  # type: ignore[no-untyped-def]
         x = pm.Data("x", rng.normal(size=(n, 2)))
         group = pm.Data("group", rng.integers(0, 2, size=n).astype("int32"))
         y = pm.Data("y_obs", rng.normal(size=n))
+        scale = pm.Data("scale", 1.5 + seed)  # rank 0, as revealed belief's subject count
         beta = pm.Normal("beta", 0.0, 1.0, dims="k")
         shift = pm.Normal("shift", 0.0, 1.0, shape=2)
         # not HalfNormal: PyTensor's cache key of a graph with one differs between processes (PyTensor 2.38.2)
         sigma = pm.math.exp(pm.Normal("log_sigma", 0.0, 1.0))
-        pm.Normal("y", (x * beta).sum(axis=1) + shift[group], sigma, observed=y, shape=y.shape)
+        pm.Normal("y", (x * beta).sum(axis=1) + shift[group], sigma * scale, observed=y, shape=y.shape)
     return model
 
 
@@ -74,7 +75,7 @@ def test_the_cached_wrappers_compute_what_nutpies_compute() -> None:
     assert ours is not None and ours.compiled_logp_func.__name__ == "cogtestbed_logp"
     rng = np.random.default_rng(3)
     other = _small_model(9, seed=5)
-    data = {name: other[name].get_value() for name in ("x", "group", "y_obs")}
+    data = {name: other[name].get_value() for name in ("x", "group", "y_obs", "scale")}
     for a, b in ((ours, theirs), (ours.with_data(**data), theirs.with_data(**data))):
         for _ in range(20):
             x = rng.normal(size=a.n_dim)

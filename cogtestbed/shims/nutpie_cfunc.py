@@ -191,13 +191,10 @@ class _Wrapper:
 
 
 def _wrappers(funcs: ModelFunctions) -> list[_Wrapper] | None:
-    """The two wrappers of ``funcs`` (None where one cannot be cached: PyTensor has no key for its function,
-    or a data array has rank 0)."""
+    """The two wrappers of ``funcs`` (None where one cannot be cached: PyTensor has no key for its function)."""
     from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
 
     order = list(funcs.shared_vars)
-    if any(v.ndim == 0 for v in funcs.shared_vars.values()):
-        return None
     metas = [(int(funcs.shared_vars[n].ndim), funcs.shared_data[n].dtype.name) for n in order]
     out = []
     for fn, name, kind in ((funcs.logp_fn, "LOGP", "logp"), (funcs.expand_fn, "EXPAND", "expand")):

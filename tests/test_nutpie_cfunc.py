@@ -26,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _small_model(n: int = 6, seed: int = 0):  # type: ignore[no-untyped-def]
+    """A small regression whose data the wrappers read: two-, one- and zero-dimensional arrays (the last, the noise
+    SD, as revealed belief's subject count).  Not a free noise SD: PyTensor 2.38.2's cache key of a graph with one
+    (``exp`` of a Normal, a HalfNormal) differs between processes, so nothing would be found again."""
     import pymc as pm
 
     rng = np.random.default_rng(seed)
@@ -33,12 +36,10 @@ def _small_model(n: int = 6, seed: int = 0):  # type: ignore[no-untyped-def]
         x = pm.Data("x", rng.normal(size=(n, 2)))
         group = pm.Data("group", rng.integers(0, 2, size=n).astype("int32"))
         y = pm.Data("y_obs", rng.normal(size=n))
-        scale = pm.Data("scale", 1.5 + seed)  # rank 0, as revealed belief's subject count
+        sigma = pm.Data("scale", 1.5 + seed)
         beta = pm.Normal("beta", 0.0, 1.0, dims="k")
         shift = pm.Normal("shift", 0.0, 1.0, shape=2)
-        # not HalfNormal: PyTensor's cache key of a graph with one differs between processes (PyTensor 2.38.2)
-        sigma = pm.math.exp(pm.Normal("log_sigma", 0.0, 1.0))
-        pm.Normal("y", (x * beta).sum(axis=1) + shift[group], sigma * scale, observed=y, shape=y.shape)
+        pm.Normal("y", (x * beta).sum(axis=1) + shift[group], sigma, observed=y, shape=y.shape)
     return model
 
 

@@ -45,20 +45,21 @@ def _small_model(n: int = 6, seed: int = 0):  # type: ignore[no-untyped-def]
 
 def _call_logp(compiled, x: np.ndarray) -> tuple[int, float, np.ndarray]:  # type: ignore[no-untyped-def]
     """One call of a compiled model's C log-density wrapper: its return code, log density and gradient."""
-    fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                          ctypes.c_void_p)(compiled.compiled_logp_func.address)
+    dbl = ctypes.POINTER(ctypes.c_double)
     x = np.ascontiguousarray(x, dtype=float)
     out, logp = np.zeros(compiled.n_dim), np.zeros(())
-    code = fn(x.size, x.ctypes.data, out.ctypes.data, logp.ctypes.data, compiled.user_data.ctypes.data)
+    code = compiled.compiled_logp_func.ctypes(x.size, x.ctypes.data_as(dbl), out.ctypes.data_as(dbl),
+                                              logp.ctypes.data_as(dbl), ctypes.c_void_p(compiled.user_data.ctypes.data))
     return int(code), float(logp), out
 
 
 def _call_expand(compiled, x: np.ndarray) -> tuple[int, np.ndarray]:  # type: ignore[no-untyped-def]
-    fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p, ctypes.c_void_p,
-                          ctypes.c_void_p)(compiled.compiled_expand_func.address)
+    dbl = ctypes.POINTER(ctypes.c_double)
     x = np.ascontiguousarray(x, dtype=float)
     out = np.zeros(compiled.n_expanded)
-    code = fn(x.size, compiled.n_expanded, x.ctypes.data, out.ctypes.data, compiled.user_data.ctypes.data)
+    user_data = ctypes.c_void_p(compiled.user_data.ctypes.data)
+    code = compiled.compiled_expand_func.ctypes(x.size, compiled.n_expanded, x.ctypes.data_as(dbl),
+                                                out.ctypes.data_as(dbl), user_data)
     return int(code), out
 
 

@@ -13,7 +13,7 @@ docs/benchmarks.md (the process's first fit: it loads the wrappers instead of co
 case with the same fit by the checkout ``--baseline`` (the code before: its process compiles nutpie's model).  Two
 ratios to NumPyro, each a pairing across runs: *direct*, the min bulk ESS per CPU-second over NumPyro's on the same
 data set as recorded in docs/benchmarks.md (:data:`NUMPYRO_RECORDED`; NumPyro's process jit-compiles its model on
-that data set, as every NumPyro process does), and *scaled*, the family table's ratio (:data:`FAMILY_TABLE`) times
+that data set, as every NumPyro process does), and *scaled*, the family table's ratio (``RECORDED``) times
 the package's CPU before over after, both measured here (what the change did, at this run's load).  A row counts
 where the lower of the two is >= 3x at the package's max R-hat <= 1.01 and no divergence.  The seeds are the
 recorded runs', so the draws are the baseline's ("same draws": equal min bulk ESS, R-hat and divergences).
@@ -33,15 +33,11 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
-#: Each case's settings in the family table (subjects, draws, tuning steps a chain; 4 chains).
-SETTINGS: dict[str, tuple[int, int, int]] = {
-    "rw-pm": (50, 1000, 1000), "rw": (20, 1000, 500), "expected-value": (20, 1000, 500),
-    "prospect-theory": (20, 1000, 500), "hyperbolic": (20, 1000, 500), "generalised-bayes": (20, 1000, 500),
-    "magnitude-linear": (20, 1000, 500), "static-bayes": (20, 1000, 500), "magnitude-kalman": (20, 1000, 500),
-    "bart": (20, 1000, 500), "horizon": (20, 1000, 500), "two-step-hybrid": (20, 1000, 500),
-    "two-step-model-based": (20, 1000, 500), "two-step-model-free": (20, 1000, 500),
-    "restless-kalman": (20, 1000, 500), "belief-mnl": (20, 1000, 500), "belief-loss": (20, 1000, 500),
-    "collider-3p": (20, 500, 500), "collider-4p": (6, 500, 500)}
+sys.path.insert(0, str(HERE))
+#: Each case's settings in the family table (``--subjects``, ``--draws``, ``--tune``; 4 chains) and the table's
+#: ratios to NumPyro before the compiled model came from the disk cache (data set 0, data set 1).
+from python_path_first_fit import RECORDED, SETTINGS  # noqa: E402
+
 CASES = list(SETTINGS)
 #: NumPyro's min bulk ESS and CPU seconds on data set 0 at those settings, as docs/benchmarks.md records them:
 #: rw-pm "the issue's RW± pair" (f877e59); rw, expected value and two-step hybrid "the three families without a
@@ -54,41 +50,34 @@ NUMPYRO_RECORDED: dict[str, tuple[int, float]] = {
     "two-step-hybrid": (1704, 76.8), "two-step-model-based": (2084, 69.9), "two-step-model-free": (1108, 68.1),
     "restless-kalman": (1107, 383.1), "belief-mnl": (363, 159.8), "belief-loss": (633, 560.4),
     "collider-3p": (277, 574.9), "collider-4p": (626, 140.3)}
-#: The family table's data-set-0 ratios (docs/benchmarks.md, "Every family, first and later data set").
-FAMILY_TABLE: dict[str, float] = {
-    "rw-pm": 2.31, "rw": 3.02, "expected-value": 2.79, "prospect-theory": 3.60, "hyperbolic": 5.04,
-    "generalised-bayes": 1.73, "magnitude-linear": 1.73, "static-bayes": 2.39, "magnitude-kalman": 26.00,
-    "bart": 1.04, "horizon": 1.51, "two-step-hybrid": 3.31, "two-step-model-based": 3.13,
-    "two-step-model-free": 3.07, "restless-kalman": 3.13, "belief-mnl": 1.08, "belief-loss": 2.01,
-    "collider-3p": 9.94, "collider-4p": 2.70}
 RHAT = 1.01
 COLUMNS = ["case", "CPU s before -> after", "same", "ESS/CPU-s (bulk ESS)", "R-hat", "div.", "direct", "scaled",
            "counts"]
 
 
-def bench(case: str, subjects: int, draws: int, tune: int, root: Path | None = None) -> tuple[dict[str, Any], float]:
-    """The bench's data-set-0 row for ``case`` in a fresh process on one thread, and the process's CPU seconds; the
+def bench(case: str, root: Path | None = None) -> dict[str, Any]:
+    """The bench's data-set-0 row for ``case`` at its family-table settings in a fresh process on one thread; the
     checkout ``root``'s code and bench where given."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
     script = BENCH if root is None else root / "benchmarks" / BENCH.name
     if root is not None:
         env["PYTHONPATH"] = str(root)
     args = [sys.executable, str(script), "--package-only", "--cases", case, "--reps", "1", "--cores", "1",
-            "--subjects", str(subjects), "--draws", str(draws), "--tune", str(tune)]
-    before = os.times()
+            *SETTINGS[case]]
     done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
-    after = os.times()
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"case"')]
     if done.returncode != 0 or not rows:
         raise RuntimeError(f"{case}: the bench failed: {done.stderr[-1500:]}")
-    return rows[-1], (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    row: dict[str, Any] = rows[-1]
+    return row
 
 
-def warm_up(case: str, subjects: int) -> dict[str, Any]:
+def warm_up(case: str) -> dict[str, Any]:
     """``bench_nutpie_compile.py CASE --cached`` in a fresh process: the case's wrappers compiled and saved where no
     process on this machine did, else loaded (its JSON line)."""
+    subjects = SETTINGS[case][SETTINGS[case].index("--subjects") + 1]
     done = subprocess.run([sys.executable, str(HERE.parent / "bench_nutpie_compile.py"), case, "--cached",
-                           "--subjects", str(subjects)], capture_output=True, text=True, check=False)
+                           "--subjects", subjects], capture_output=True, text=True, check=False)
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not rows:
         raise RuntimeError(f"{case}: the warm-up failed: {done.stdout[-500:]} {done.stderr[-1500:]}")
@@ -99,11 +88,9 @@ def warm_up(case: str, subjects: int) -> dict[str, Any]:
 def measure(case: str, baseline: Path, flip: bool) -> dict[str, Any]:
     """The warm-up, then the measured process of one case and the baseline's, in that order or flipped (module
     docstring)."""
-    subjects, draws, tune = SETTINGS[case]
-    warm = warm_up(case, subjects)
-    out: dict[str, Any] = {}
-    for side in (("before", "after") if flip else ("after", "before")):
-        out[side], _ = bench(case, subjects, draws, tune, baseline if side == "before" else None)
+    warm = warm_up(case)
+    out = {side: bench(case, baseline if side == "before" else None)
+           for side in (("before", "after") if flip else ("after", "before"))}
     return {**out, "warm_up": {k: warm[k] for k in ("wrappers", "wrappers_cpu_s")}, "load": os.getloadavg()[0],
             "at": time.strftime("%H:%M:%S")}
 
@@ -112,7 +99,7 @@ def table_row(case: str, m: dict[str, Any]) -> list[str]:
     before, r = m["before"], m["after"]
     ess, cpu = NUMPYRO_RECORDED[case]
     direct = r["ess_per_cpu_s"] / (ess / cpu)
-    scaled = FAMILY_TABLE[case] * before["cpu_s"] / r["cpu_s"]
+    scaled = RECORDED[case][0] * before["cpu_s"] / r["cpu_s"]
     same = all(before[k] == r[k] for k in ("min_ess_bulk", "max_rhat", "divergences"))
     counts = min(direct, scaled) >= 3 and r["max_rhat"] <= RHAT and r["divergences"] == 0
     return [case, f"{before['cpu_s']:.1f} -> {r['cpu_s']:.1f}", "yes" if same else "no",
@@ -145,7 +132,6 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(" | ".join(r) for r in rows))
     print(summary)
     if o.record:
-        sys.path.insert(0, str(HERE))
         import recorded
 
         command = ("python benchmarks/studies/cached_first_fit.py --baseline BASE"

@@ -134,13 +134,19 @@ def _unpack(metas: list[tuple[int, str]], indent: str) -> list[str]:
     return lines
 
 
+def _prelude(n_dim: int, metas: list[tuple[int, str]]) -> list[str]:
+    """The lines both wrappers open their ``try`` with: ``user_data``'s words ``u``, the data arrays ``d{i}``
+    (:func:`_unpack`) and the point ``x``."""
+    words = 2 * len(metas) + sum(m[0] for m in metas)
+    return [f"        u = numba.carray(user_data_, ({max(words, 1)},), np.uint64)", *_unpack(metas, " " * 8),
+            f"        x = numba.carray(x_, ({n_dim},))"]
+
+
 def logp_source(n_dim: int, metas: list[tuple[int, str]], reads: list[int]) -> str:
     """The log-density wrapper's source: nutpie's ``logp_numba`` (its checks and return codes) reading the
     data arrays ``reads`` (indices into ``metas``: each array's rank and dtype name) from ``user_data``."""
-    words = 2 * len(metas) + sum(m[0] for m in metas)
     args = "".join(f", d{i}" for i in reads)
-    body = [f"        u = numba.carray(user_data_, ({max(words, 1)},), np.uint64)", *_unpack(metas, " " * 8),
-            f"        x = numba.carray(x_, ({n_dim},))", f"        out = numba.carray(out_, ({n_dim},))",
+    body = [*_prelude(n_dim, metas), f"        out = numba.carray(out_, ({n_dim},))",
             "        logp = numba.carray(logp_, ())", f"        logp_val, grad = LOGP(x{args})",
             "        logp[()] = logp_val", "        out[...] = grad", "        if not np.all(np.isfinite(out)):",
             "            return 3", "        if not np.isfinite(logp_val):", "            return 4"]
@@ -152,10 +158,8 @@ def logp_source(n_dim: int, metas: list[tuple[int, str]], reads: list[int]) -> s
 def expand_source(n_dim: int, n_expanded: int, metas: list[tuple[int, str]], reads: list[int]) -> str:
     """The expansion wrapper's source: nutpie's ``expand_numba`` (its checks and return codes) reading the
     data arrays ``reads`` from ``user_data`` (:func:`logp_source`)."""
-    words = 2 * len(metas) + sum(m[0] for m in metas)
     args = "".join(f", d{i}" for i in reads)
-    body = [f"        u = numba.carray(user_data_, ({max(words, 1)},), np.uint64)", *_unpack(metas, " " * 8),
-            f"        x = numba.carray(x_, ({n_dim},))", f"        out = numba.carray(out_, ({n_expanded},))",
+    body = [*_prelude(n_dim, metas), f"        out = numba.carray(out_, ({n_expanded},))",
             f"        (values,) = EXPAND(x{args})", "        out[...] = values"]
     return "\n".join(["def cogtestbed_expand(dim, expanded, x_, out_, user_data_):", f"    if dim != {n_dim}:",
                       "        return -1", f"    if expanded != {n_expanded}:", "        return -1", "    try:",
@@ -227,9 +231,12 @@ def native_model(pm_model: Any, funcs: ModelFunctions | None = None, compile: bo
     user_data = make_user_data(funcs.shared_vars, funcs.shared_data)
     if wrappers is None or layout_problem(user_data, [v.ndim for v in funcs.shared_vars.values()]) is not None:
         return None
-    built = [w.build(compile) for w in wrappers]
-    if any(b is None for b in built):
-        return None
+    built = []
+    for wrapper in wrappers:  # a probe stops at the first wrapper not in the cache
+        cfunc = wrapper.build(compile)
+        if cfunc is None:
+            return None
+        built.append(cfunc)
     for value in funcs.shared_data.values():
         value.flags.writeable = False
     dims, coords = _prepare_dims_and_coords(pm_model, funcs.shape_info)

@@ -551,6 +551,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the package's nutpie fits use the diagonal mass matrix on every case, also where the "
                              "model declares the low-rank one (the per-family comparison, "
                              "benchmarks/studies/lowrank_per_family.py)")
+    parser.add_argument("--target-accept", type=float, default=None, metavar="P",
+                        help="NUTS target acceptance of both sides on every case, in place of the model's "
+                             "target_accept attribute (set on its class for this process; the per-family comparison, "
+                             "benchmarks/studies/target_accept_per_family.py)")
     parser.add_argument("--first-data-set", type=int, default=0, metavar="K",
                         help="with --package-only: fit data sets K … K + reps − 1 (seed = data set), e.g. fresh "
                              "data sets for a comparison chosen on data sets 0 … K − 1; data set K is then the "
@@ -571,10 +575,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             or (args.subjects is not None and args.subjects < 2) or args.cores < 1
             or (args.numpyro_cpu_limit is not None and not args.numpyro_cpu_limit > 0)
             or args.first_data_set < 0 or (args.first_data_set > 0 and not args.package_only)
-            or (args.low_rank_mass_matrix and args.diagonal_mass_matrix)):
+            or (args.low_rank_mass_matrix and args.diagonal_mass_matrix)
+            or (args.target_accept is not None and not 0.5 <= args.target_accept < 1)):
         print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws, --tune, --cores >= 1, "
               f"--subjects >= 2, --numpyro-cpu-limit > 0, --first-data-set >= 0 (> 0 only with --package-only), "
-              f"at most one of --low-rank-mass-matrix and --diagonal-mass-matrix "
+              f"at most one of --low-rank-mass-matrix and --diagonal-mass-matrix, --target-accept in [0.5, 1) "
               f"(unknown: {unknown})",
               file=sys.stderr)
         return 2
@@ -592,9 +597,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.low_rank_mass_matrix or args.diagonal_mass_matrix:
         for model in models.values():  # the class, so every instance the fit builds has it
             type(model).low_rank_mass_matrix = args.low_rank_mass_matrix
+    if args.target_accept is not None:
+        for model in models.values():
+            type(model).target_accept = args.target_accept
     print(json.dumps({"load_average": os.getloadavg(), "cases": names,
                       "mass_matrix_from_gradients": args.mass_matrix_from_gradients,
-                      "low_rank_mass_matrix": {n: bool(type(m).low_rank_mass_matrix) for n, m in models.items()}}),
+                      "low_rank_mass_matrix": {n: bool(type(m).low_rank_mass_matrix) for n, m in models.items()},
+                      "target_accept": {n: type(m).target_accept for n, m in models.items()}}),
           flush=True)
     rows = [row for name in names for row in run_case(name, CASES[name], args, args.numpyro_python)]
     if not (args.check_only or args.package_only):

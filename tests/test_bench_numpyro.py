@@ -260,3 +260,73 @@ def test_the_models_declaring_the_low_rank_mass_matrix_are_the_studys_choice() -
                 if get_experiment(c.experiment).model(c.model).low_rank_mass_matrix}
     assert declared == {*chosen, "belief-loss"}
     assert set(chosen) == {"rw", "hyperbolic", "expected-value", "magnitude-kalman"}
+
+
+def test_a_target_acceptance_outside_its_range_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load("bench_hierarchical_vs_numpyro")
+    for bad in ("1.0", "0.3"):
+        assert bench.main(["--cases", "rw", "--package-only", "--target-accept", bad]) == 2
+        assert "--target-accept in [0.5, 1)" in capsys.readouterr().err
+
+
+def _target_study() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("target_accept_per_family",
+                                                  BENCH / "studies" / "target_accept_per_family.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_target_acceptance_rule_needs_fewer_divergences_over_four_data_sets() -> None:
+    study = _target_study()
+
+    def fitted(*divs: int, rhat: float = 1.005) -> dict[int, dict[str, float]]:
+        return {2 + k: _row(10.0, rhat=rhat, div=d) for k, d in enumerate(divs)}
+
+    assert study.takes_higher(fitted(0, 3, 0, 1), fitted(0, 2, 0, 1))
+    assert not study.takes_higher(fitted(0, 0, 0, 0), fitted(0, 0, 0, 0))  # nothing to remove
+    assert not study.takes_higher(fitted(0, 1, 0, 0), fitted(1, 0, 0, 0))  # no fewer
+    assert not study.takes_higher(fitted(0, 3, 0, 1), fitted(0, 0, 0, 0, rhat=1.0101))  # R-hat
+    assert not study.takes_higher(fitted(0, 3, 0), fitted(0, 0, 0))  # a data set missing
+
+    def out(*divs: int) -> str:
+        return "\n".join(json.dumps({"case": "x", "rep": 2 + k, **_row(10.0, div=d)}) for k, d in enumerate(divs))
+
+    rows, switched = study.study({("a", "0.9"): out(1, 0, 0, 0), ("a", "0.95"): out(0, 0, 0, 0),
+                                  ("b", "0.9"): out(0, 0, 0, 0), ("b", "0.95"): out(0, 0, 0, 0)})
+    assert switched == ["a"] and [r[-1] for r in rows if r[1] == "divergences, all"] == ["0.95", "0.9"]
+
+
+def test_the_models_declaring_target_acceptance_095_are_the_studys_choice() -> None:
+    """Of the families the per-family study compared, those that declare target acceptance 0.95 are the ones its
+    rule chose on fresh data sets (the committed record); the others keep the default (no attribute)."""
+    from cogtestbed.registry import get_experiment
+
+    bench, study = _load("bench_hierarchical_vs_numpyro"), _target_study()
+    record = BENCH / "studies" / "results" / "target-accept-per-family.json"
+    notes = json.loads(record.read_text(encoding="utf-8"))["notes"]
+    chosen = set(notes.rsplit("the rule takes target acceptance 0.95 for: ", 1)[1].split(", "))
+    declared = {name: get_experiment(bench.CASES[name].experiment).model(bench.CASES[name].model).target_accept
+                for name in study.CASES}
+    assert {name for name, t in declared.items() if t == 0.95} == chosen == {"horizon", "two-step-model-free"}
+    assert all(t is None for name, t in declared.items() if name not in chosen)
+
+
+def _family_rows() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("family_rows", BENCH / "studies" / "family_rows.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_family_rows_pair_the_loaded_first_fit_with_numpyros_data_set_0(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _family_rows()
+    full = "\n".join(json.dumps({"case": "c", "rep": k, "package": _row(p, rhat=r, div=d), "numpyro": _row(n)})
+                     for k, (p, n, r, d) in enumerate([(10.0, 4.0, 1.005, 0), (40.0, 5.0, 1.02, 0)]))
+    loaded = json.dumps({"case": "c", "rep": 0, **_row(20.0)})
+    out = rows.rows_of("c", "not a row\n" + full, loaded)
+    assert [(r[1], r[4], r[-1]) for r in out] == [("0 (compiled)", "2.50x", "no"), ("0 (loaded)", "5.00x", "yes"),
+                                                  ("1", "8.00x", "no")]  # data set 1: the package's R-hat 1.02
+    assert rows.main([]) == 2 and "give --cases" in capsys.readouterr().err

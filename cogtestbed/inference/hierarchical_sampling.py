@@ -118,6 +118,9 @@ def fit_hierarchical(
     :func:`~cogtestbed.inference.reproducible.strict_float`); across CPUs they agree to Monte
     Carlo error.
 
+    Ctrl-C while the chains draw raises :class:`KeyboardInterrupt`: the part of a run made before it is never
+    returned as a fit (nutpie and PyMC return it from their own ``sample``; :func:`_wait`, :func:`_whole_run`).
+
     The InferenceData is shaped as PyMC users expect (:func:`~cogtestbed.inference.hierarchical_idata.shape_idata`):
     ``observed_data``; the posterior holds the model's parameters (population first), the sampler's
     internals (``k_sigma_log__``, the offsets ``k_z``) are in ``unconstrained_posterior``; every
@@ -218,13 +221,35 @@ def _nutpie_sample(job: SamplingJob, key: tuple[Any, ...], draws: int, progress:
     start = python.calls() if python is not None else 0
     routed = nutpie_progress(progress, job.cores) if progress is not None else contextlib.nullcontext()
     with routed:
-        idata = nutpie.sample(
+        idata = _wait(nutpie.sample(
             compiled, draws=draws, tune=job.tune, chains=job.chains, seed=job.seed, cores=job.cores,
             target_accept=job.target_accept, progress_bar=job.progressbar or progress is not None,
-            store_divergences=False, **_mass_matrix_settings(job.model),
-        )
+            store_divergences=False, blocking=False, **_mass_matrix_settings(job.model),
+        ))
     if entry is not None and python is not None:  # the shape's rent grows by the run's counted steps
         entry.rent += _python_rent(python, job, python.calls() - start)
+    return idata
+
+
+def _wait(sampler: Any) -> Any:
+    """The trace of nutpie's running ``sampler`` once it has drawn every draw.  Any exception while it runs, Ctrl-C's
+    ``KeyboardInterrupt`` included, stops the run and propagates: nutpie's blocking ``sample`` answers Ctrl-C with
+    the draws made so far, as if the run had ended, which a fit would then report as its posterior."""
+    try:
+        return sampler.wait()
+    except BaseException:
+        sampler.cancel()
+        raise
+
+
+def _whole_run(idata: Any, draws: int, chains: int) -> Any:
+    """``idata`` where it holds every chain's ``draws`` draws; else the run was stopped (PyMC's ``pm.sample`` answers
+    Ctrl-C by returning the draws so far), and the fit is too: :class:`KeyboardInterrupt`."""
+    posterior = getattr(idata, "posterior", None)
+    sizes = dict(posterior.sizes) if posterior is not None else {}
+    if sizes.get("chain", 0) < chains or sizes.get("draw", 0) < draws:
+        raise KeyboardInterrupt(f"sampling stopped after {sizes.get('draw', 0)} of {draws} draws "
+                                f"({sizes.get('chain', 0)} of {chains} chains)")
     return idata
 
 
@@ -238,11 +263,11 @@ def _pymc_sample(job: SamplingJob, steps: tuple[list[Any], list[dict[str, Any]]]
 
     extra = {"callback": pymc_callback(progress, draws, job.tune, job.chains)} if progress is not None else {}
     with job.pm_model, _quiet_pymc(), strict_float():
-        return pm.sample(
+        return _whole_run(pm.sample(
             draws=draws, tune=job.tune, chains=job.chains, cores=job.cores, random_seed=job.seed,
             compute_convergence_checks=False, progressbar=job.progressbar, **extra,
             **({"step": steps[0], "initvals": steps[1]} if steps is not None else {"target_accept": job.target_accept}),
-        )
+        ), draws, job.chains)
 
 
 def _all_centred(model: Any, trials: pd.DataFrame, hierarchical: bool) -> Any:

@@ -18,6 +18,11 @@ the package's CPU before over after, both measured here (what the change did, at
 where the lower of the two is >= 3x at the package's max R-hat <= 1.01 and no divergence.  The seeds are the
 recorded runs', so the draws are the baseline's ("same draws": equal min bulk ESS, R-hat and divergences).
 Revealed-belief dissonant has no NumPyro rate (NumPyro did not finish) and is not a case.
+
+Without ``--baseline`` only this checkout's fit is measured (after the warm-up), and a row counts on its direct
+ratio: the family table's first-data-set column as it stands (28 Nov 2026: the bench imports PyMC before its
+clock starts, as NumPyro's script imports JAX; collider 3p at the standard draws; horizon and two-step model-free
+at target acceptance 0.95, NumPyro's rates of ``family-rows-28nov``).
 """
 
 from __future__ import annotations
@@ -36,20 +41,25 @@ BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
 sys.path.insert(0, str(HERE))
 #: Each case's settings in the family table (``--subjects``, ``--draws``, ``--tune``; 4 chains) and the table's
 #: ratios to NumPyro before the compiled model came from the disk cache (data set 0, data set 1).
-from python_path_first_fit import RECORDED, SETTINGS  # noqa: E402
+from python_path_first_fit import RECORDED, STANDARD  # noqa: E402
+from python_path_first_fit import SETTINGS as MEASURED_AT  # noqa: E402
 
+#: The family table's settings now: collider 3p at the standard draws since 28 Nov 2026 (``family-rows-28nov``).
+SETTINGS = {**MEASURED_AT, "collider-3p": STANDARD}
 CASES = list(SETTINGS)
 #: NumPyro's min bulk ESS and CPU seconds on data set 0 at those settings, as docs/benchmarks.md records them:
 #: rw-pm "the issue's RW± pair" (f877e59); rw, expected value and two-step hybrid "the three families without a
-#: row" (ccc2246); collider 3p "Earlier results" (d7ecaa2); collider 4p "Collider 4p, both sides" (b537d09); the
-#: rest "Against NumPyro, 26 Nov 2026" (9944889).
+#: row" (ccc2246); collider 4p "Collider 4p, both sides" (b537d09); collider 3p, horizon and two-step model-free
+#: (at target acceptance 0.95) ``family-rows-28nov`` (2347dc6, 28 Nov 2026; before it: collider 3p (277, 574.9) at
+#: 4 x (500 + 500), "Earlier results", d7ecaa2; horizon (1337, 40.8) and model-free (1108, 68.1) at 0.9); the rest
+#: "Against NumPyro, 26 Nov 2026" (9944889).
 NUMPYRO_RECORDED: dict[str, tuple[int, float]] = {
     "rw-pm": (977, 171.3), "rw": (1054, 61.1), "expected-value": (1228, 30.7), "prospect-theory": (584, 177.8),
     "hyperbolic": (552, 34.2), "generalised-bayes": (557, 75.7), "magnitude-linear": (293, 129.3),
-    "static-bayes": (705, 44.0), "magnitude-kalman": (387, 174.0), "bart": (438, 250.8), "horizon": (1337, 40.8),
-    "two-step-hybrid": (1704, 76.8), "two-step-model-based": (2084, 69.9), "two-step-model-free": (1108, 68.1),
+    "static-bayes": (705, 44.0), "magnitude-kalman": (387, 174.0), "bart": (438, 250.8), "horizon": (1055, 31.4),
+    "two-step-hybrid": (1704, 76.8), "two-step-model-based": (2084, 69.9), "two-step-model-free": (1238, 67.3),
     "restless-kalman": (1107, 383.1), "belief-mnl": (363, 159.8), "belief-loss": (633, 560.4),
-    "collider-3p": (277, 574.9), "collider-4p": (626, 140.3)}
+    "collider-3p": (530, 553.2), "collider-4p": (626, 140.3)}
 RHAT = 1.01
 COLUMNS = ["case", "CPU s before -> after", "same", "ESS/CPU-s (bulk ESS)", "R-hat", "div.", "direct", "scaled",
            "counts"]
@@ -85,32 +95,36 @@ def warm_up(case: str) -> dict[str, Any]:
     return result
 
 
-def measure(case: str, baseline: Path, flip: bool) -> dict[str, Any]:
-    """The warm-up, then the measured process of one case and the baseline's, in that order or flipped (module
-    docstring)."""
+def measure(case: str, baseline: Path | None, flip: bool) -> dict[str, Any]:
+    """The warm-up, then the measured process of one case and the baseline's (where given), in that order or flipped
+    (module docstring)."""
     warm = warm_up(case)
-    out = {side: bench(case, baseline if side == "before" else None)
-           for side in (("before", "after") if flip else ("after", "before"))}
+    sides = ("after",) if baseline is None else ("before", "after") if flip else ("after", "before")
+    out = {side: bench(case, baseline if side == "before" else None) for side in sides}
     return {**out, "warm_up": {k: warm[k] for k in ("wrappers", "wrappers_cpu_s")}, "load": os.getloadavg()[0],
             "at": time.strftime("%H:%M:%S")}
 
 
 def table_row(case: str, m: dict[str, Any]) -> list[str]:
-    before, r = m["before"], m["after"]
+    """The case's row; without a baseline, no CPU before, no "same" and no scaled ratio ("-"), the direct one
+    deciding."""
+    before, r = m.get("before"), m["after"]
     ess, cpu = NUMPYRO_RECORDED[case]
     direct = r["ess_per_cpu_s"] / (ess / cpu)
-    scaled = RECORDED[case][0] * before["cpu_s"] / r["cpu_s"]
-    same = all(before[k] == r[k] for k in ("min_ess_bulk", "max_rhat", "divergences"))
-    counts = min(direct, scaled) >= 3 and r["max_rhat"] <= RHAT and r["divergences"] == 0
-    return [case, f"{before['cpu_s']:.1f} -> {r['cpu_s']:.1f}", "yes" if same else "no",
+    scaled = None if before is None else RECORDED[case][0] * before["cpu_s"] / r["cpu_s"]
+    same = before is not None and all(before[k] == r[k] for k in ("min_ess_bulk", "max_rhat", "divergences"))
+    counts = min(direct, scaled or direct) >= 3 and r["max_rhat"] <= RHAT and r["divergences"] == 0
+    return [case, f"{before['cpu_s']:.1f} -> {r['cpu_s']:.1f}" if before else f"{r['cpu_s']:.1f}",
+            "-" if before is None else "yes" if same else "no",
             f"{r['ess_per_cpu_s']:.1f} ({r['min_ess_bulk']:.0f})", f"{r['max_rhat']:.4f}", str(r["divergences"]),
-            f"{direct:.2f}x", f"{scaled:.2f}x", "yes" if counts else "no"]
+            f"{direct:.2f}x", "-" if scaled is None else f"{scaled:.2f}x", "yes" if counts else "no"]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default=",".join(CASES), help="comma-separated bench cases")
-    ap.add_argument("--baseline", type=Path, required=True, help="a checkout of the code before (it compiles)")
+    ap.add_argument("--baseline", type=Path, default=None, help="a checkout of the code before (it compiles); "
+                                                                   "without: this checkout's fit alone")
     ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
     ap.add_argument("--notes", default="", help="with --record: when, on which code, at what load")
     o = ap.parse_args(argv)
@@ -123,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     for i, case in enumerate(cases):
         m = measure(case, o.baseline, flip=i % 2 == 1)
         rows.append(table_row(case, m))
-        print(json.dumps({"case": case, **{side: {k: m[side][k] for k in keys} for side in ("before", "after")},
+        print(json.dumps({"case": case, **{side: {k: m[side][k] for k in keys} for side in ("before", "after")
+                                            if side in m},
                           **{k: m[k] for k in ("warm_up", "load", "at")}}), flush=True)
     counted = [r[0] for r in rows if r[-1] == "yes"]
     summary = (f"{len(counted)} of {len(rows)} first data sets count (the lower ratio >= 3x, R-hat <= {RHAT}, "
@@ -134,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     if o.record:
         import recorded
 
-        command = ("python benchmarks/studies/cached_first_fit.py --baseline BASE"
+        command = ("python benchmarks/studies/cached_first_fit.py" + (" --baseline BASE" if o.baseline else "")
                    + ("" if cases == CASES else f" --cases {o.cases}"))
         recorded.write(o.record, command, [{"title": "data set 0, the process's first fit, wrappers from the disk "
                                             "cache", "columns": COLUMNS, "rows": rows}],

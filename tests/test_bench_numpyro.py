@@ -219,8 +219,9 @@ def test_the_two_mass_matrix_settings_are_refused_together(capsys: pytest.Captur
     assert "at most one of --low-rank-mass-matrix and --diagonal-mass-matrix" in capsys.readouterr().err
 
 
-def _study() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("lowrank_per_family", BENCH / "studies" / "lowrank_per_family.py")
+def _study(name: str = "lowrank_per_family") -> ModuleType:
+    """A study script of ``benchmarks/studies``, loaded afresh."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / "studies" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -269,17 +270,8 @@ def test_a_target_acceptance_outside_its_range_is_refused(capsys: pytest.Capture
         assert "--target-accept in [0.5, 1)" in capsys.readouterr().err
 
 
-def _target_study() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("target_accept_per_family",
-                                                  BENCH / "studies" / "target_accept_per_family.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_target_acceptance_rule_needs_fewer_divergences_over_four_data_sets() -> None:
-    study = _target_study()
+    study = _study("target_accept_per_family")
 
     def fitted(*divs: int, rhat: float = 1.005) -> dict[int, dict[str, float]]:
         return {2 + k: _row(10.0, rhat=rhat, div=d) for k, d in enumerate(divs)}
@@ -303,7 +295,7 @@ def test_the_models_declaring_target_acceptance_095_are_the_studys_choice() -> N
     rule chose on fresh data sets (the committed record); the others keep the default (no attribute)."""
     from cogtestbed.registry import get_experiment
 
-    bench, study = _load("bench_hierarchical_vs_numpyro"), _target_study()
+    bench, study = _load("bench_hierarchical_vs_numpyro"), _study("target_accept_per_family")
     record = BENCH / "studies" / "results" / "target-accept-per-family.json"
     notes = json.loads(record.read_text(encoding="utf-8"))["notes"]
     chosen = set(notes.rsplit("the rule takes target acceptance 0.95 for: ", 1)[1].split(", "))
@@ -313,16 +305,8 @@ def test_the_models_declaring_target_acceptance_095_are_the_studys_choice() -> N
     assert all(t is None for name, t in declared.items() if name not in chosen)
 
 
-def _family_rows() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("family_rows", BENCH / "studies" / "family_rows.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_family_rows_pair_the_loaded_first_fit_with_numpyros_data_set_0(capsys: pytest.CaptureFixture[str]) -> None:
-    rows = _family_rows()
+    rows = _study("family_rows")
     full = "\n".join(json.dumps({"case": "c", "rep": k, "package": _row(p, rhat=r, div=d), "numpyro": _row(n)})
                      for k, (p, n, r, d) in enumerate([(10.0, 4.0, 1.005, 0), (40.0, 5.0, 1.02, 0)]))
     loaded = json.dumps({"case": "c", "rep": 0, **_row(20.0)})

@@ -5,8 +5,9 @@ set with its compiled model loaded (issue 71 item 4).
     python benchmarks/studies/family_rows.py --from DIR                           # the outputs of earlier runs
     python benchmarks/studies/family_rows.py ... --record NAME                    # also results/NAME.json
 
-For each case, ``bench_hierarchical_vs_numpyro.py`` runs both sides on data sets 0 and 1 at the standard settings of
-docs/benchmarks.md's family table (20 subjects, 4 chains x (500 tune + 1000 draws), one thread; ``DIR/CASE-full.txt``),
+For each case, ``bench_hierarchical_vs_numpyro.py`` runs both sides on data sets 0 and 1 at the case's settings in
+docs/benchmarks.md's family table (most: 20 subjects, 4 chains x (500 tune + 1000 draws); one thread;
+``DIR/CASE-full.txt``),
 then the package's side alone on data set 0 in a fresh process (``--package-only --reps 1``; ``DIR/CASE-loaded.txt``):
 the first run compiled the model's wrappers and saved them in numba's disk cache, so this one loads them, as a
 user's first fit does once a process on the machine compiled the shape.  Its ratio divides its rate by NumPyro's on
@@ -26,9 +27,12 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+#: Each case's settings in the family table (``--subjects``, ``--draws``, ``--tune``; 4 chains).
+from cached_first_fit import SETTINGS  # noqa: E402
+
 BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
 NUMPYRO_PYTHON = HERE.parents[1] / ".venv-numpyro" / "bin" / "python"
-STANDARD = ["--subjects", "20", "--draws", "1000", "--tune", "500", "--cores", "1"]
 RHAT = 1.01
 COLUMNS = ["case", "data set", "package", "NumPyro", "ratio", "R-hat", "counts"]
 CELL = ("package and NumPyro: min bulk ESS per CPU-second (min bulk ESS; CPU s), divergences; R-hat: the "
@@ -37,14 +41,14 @@ CELL = ("package and NumPyro: min bulk ESS per CPU-second (min bulk ESS; CPU s),
         "wrappers from numba's disk cache, against NumPyro's data set 0 of the first run")
 
 
-def run(case: str, folder: Path) -> None:
+def run(case: str, folder: Path, reps: int = 2) -> None:
     """Both runs of ``case``, their outputs written to ``folder``."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1",
            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
-    for name, extra in (("full", ["--reps", "2", "--numpyro-python", str(NUMPYRO_PYTHON)]),
+    for name, extra in (("full", ["--reps", str(reps), "--numpyro-python", str(NUMPYRO_PYTHON)]),
                         ("loaded", ["--reps", "1", "--package-only"])):
-        done = subprocess.run([sys.executable, str(BENCH), *STANDARD, *extra, "--cases", case], capture_output=True,
-                              text=True, check=False, env=env)
+        done = subprocess.run([sys.executable, str(BENCH), *SETTINGS[case], "--cores", "1", *extra, "--cases", case],
+                              capture_output=True, text=True, check=False, env=env)
         (folder / f"{case}-{name}.txt").write_text(done.stdout, encoding="utf-8")
 
 
@@ -79,13 +83,14 @@ def main(argv: list[str] | None = None) -> int:
                                                   "with both files in DIR)")
     ap.add_argument("--from", dest="source", type=Path, default=None, help="read DIR/CASE-full.txt, CASE-loaded.txt")
     ap.add_argument("--out", type=Path, default=Path("family-rows"), help="where the runs' outputs go")
+    ap.add_argument("--reps", type=int, default=2, help="data sets of the run of both sides (1: data set 0 alone)")
     ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
     ap.add_argument("--provenance", default=None, help="with --from: when, on which code and at what load the "
                                                         "outputs were made (the record's notes)")
     o = ap.parse_args(argv)
     folder = o.source or o.out
-    if o.source is None and not o.cases:
-        print("give --cases (the runs take minutes to an hour a case) or --from DIR", file=sys.stderr)
+    if (o.source is None and not o.cases) or o.reps < 1:
+        print("give --cases (the runs take minutes to an hour a case) or --from DIR, and --reps >= 1", file=sys.stderr)
         return 2
     cases = ([c for c in o.cases.split(",") if c] if o.cases else
              sorted(p.name[:-len("-full.txt")] for p in folder.glob("*-full.txt")))
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     if o.source is None:
         folder.mkdir(parents=True, exist_ok=True)
         for case in cases:
-            run(case, folder)
+            run(case, folder, o.reps)
     rows = [r for c in cases for r in rows_of(c, (folder / f"{c}-full.txt").read_text(encoding="utf-8"),
                                              (folder / f"{c}-loaded.txt").read_text(encoding="utf-8"))]
     print("\n".join([CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows)]))
@@ -106,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         notes = CELL if o.source is None else (
             f"the outputs of the bench commands this script runs, re-read with --from "
             f"({o.provenance or 'provenance not given'}). {CELL}")
-        recorded.write(o.record, f"python benchmarks/studies/family_rows.py --cases {','.join(cases)}",
+        reps = "" if o.reps == 2 else f" --reps {o.reps}"
+        recorded.write(o.record, f"python benchmarks/studies/family_rows.py --cases {','.join(cases)}{reps}",
                        [{"title": "both sides, data sets 0 and 1", "columns": COLUMNS, "rows": rows}], notes=notes)
     return 0
 

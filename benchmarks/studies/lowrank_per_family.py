@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,29 @@ def run(case: str, setting: str) -> str:
     done = subprocess.run([sys.executable, str(BENCH), *ARGS, "--cases", case, SETTINGS[setting]],
                           capture_output=True, text=True, check=False, env={**os.environ, **env})
     return done.stdout
+
+
+def study_options(ap: argparse.ArgumentParser, cases: list[str], settings: list[str]) -> None:
+    """The options a per-family study takes: ``--cases``, ``--from DIR`` (:func:`outputs_of`), ``--record NAME``,
+    ``--provenance``."""
+    ap.add_argument("--cases", default=",".join(cases), help="comma-separated bench cases")
+    ap.add_argument("--from", dest="source", type=Path, default=None,
+                    help=f"read DIR/{', '.join(f'CASE-{s}.txt' for s in settings)}")
+    ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
+    ap.add_argument("--provenance", default=None, help="with --from: when, on which code and at what load the "
+                                                        "outputs were made (the record's notes)")
+
+
+def outputs_of(source: Path | None, cases: list[str], settings: list[str],
+               run: Callable[[str, str], str]) -> dict[tuple[str, str], str] | None:
+    """Each (case, setting)'s bench output: ``source/CASE-SETTING.txt`` (``--from``), else run now; None, after one
+    line on stderr, where ``source`` lacks one."""
+    if source is not None and not all((source / f"{c}-{s}.txt").is_file() for c in cases for s in settings):
+        print(f"--from {source}: give a folder with {' and '.join(f'CASE-{s}.txt' for s in settings)} for "
+              f"{', '.join(cases)}", file=sys.stderr)
+        return None
+    return {(c, s): ((source / f"{c}-{s}.txt").read_text(encoding="utf-8") if source else run(c, s))
+            for c in cases for s in settings}
 
 
 def holds(diag: dict[str, Any], low: dict[str, Any]) -> bool:
@@ -111,22 +135,14 @@ CELL = ("Each cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated bench cases")
-    ap.add_argument("--from", dest="source", type=Path, default=None, help="read DIR/CASE-diag.txt, CASE-lowrank.txt")
-    ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
+    study_options(ap, CASES, list(SETTINGS))
     ap.add_argument("--paired", type=Path, default=None,
                     help="also read DIR/ds01-CASE.txt (the bench on data sets 0 and 1 at the product's setting) for "
                          "each switched family and print its ratio to NumPyro's recorded rate")
-    ap.add_argument("--provenance", default=None, help="with --from: when, on which code and at what load the "
-                                                        "outputs were made (the record's notes)")
     o = ap.parse_args(argv)
     cases = [c for c in o.cases.split(",") if c]
-    if o.source is not None and not all((o.source / f"{c}-{s}.txt").is_file() for c in cases for s in SETTINGS):
-        print(f"--from {o.source}: give a folder with CASE-diag.txt and CASE-lowrank.txt for {', '.join(cases)}",
-              file=sys.stderr)
+    if (outputs := outputs_of(o.source, cases, list(SETTINGS), run)) is None:
         return 2
-    outputs = {(c, s): ((o.source / f"{c}-{s}.txt").read_text(encoding="utf-8") if o.source else run(c, s))
-               for c in cases for s in SETTINGS}
     rows, switched = study(outputs)
     lines = [CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows),
              f"the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}"]

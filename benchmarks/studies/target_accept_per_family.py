@@ -28,7 +28,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from lowrank_per_family import cell, fits  # noqa: E402  (a sibling study script, not a package)
+from lowrank_per_family import cell, fits, outputs_of, study_options  # noqa: E402  (a sibling study script, not a package)
 
 BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
 CASES = ["horizon", "two-step-hybrid", "two-step-model-based", "two-step-model-free", "magnitude-kalman", "rw-pm"]
@@ -78,19 +78,11 @@ def study(outputs: dict[tuple[str, str], str]) -> tuple[list[list[str]], list[st
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", default=",".join(CASES), help="comma-separated bench cases")
-    ap.add_argument("--from", dest="source", type=Path, default=None, help="read DIR/CASE-0.9.txt, CASE-0.95.txt")
-    ap.add_argument("--record", default=None, help="also write benchmarks/studies/results/NAME.json")
-    ap.add_argument("--provenance", default=None, help="with --from: when, on which code and at what load the "
-                                                        "outputs were made (the record's notes)")
+    study_options(ap, CASES, list(SETTINGS))
     o = ap.parse_args(argv)
     cases = [c for c in o.cases.split(",") if c]
-    if o.source is not None and not all((o.source / f"{c}-{s}.txt").is_file() for c in cases for s in SETTINGS):
-        print(f"--from {o.source}: give a folder with CASE-0.9.txt and CASE-0.95.txt for {', '.join(cases)}",
-              file=sys.stderr)
+    if (outputs := outputs_of(o.source, cases, list(SETTINGS), run)) is None:
         return 2
-    outputs = {(c, s): ((o.source / f"{c}-{s}.txt").read_text(encoding="utf-8") if o.source else run(c, s))
-               for c in cases for s in SETTINGS}
     rows, switched = study(outputs)
     verdict = f"the rule takes target acceptance 0.95 for: {', '.join(switched) or 'none'}"
     print("\n".join([CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows), verdict]))

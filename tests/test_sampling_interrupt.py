@@ -46,6 +46,20 @@ def test_an_exception_while_nutpie_samples_cancels_the_run_and_propagates() -> N
         assert running.cancelled
 
 
+def test_pymcs_error_for_a_run_stopped_before_its_first_draw_is_still_pymcs() -> None:
+    """The message ``_pymc_sample`` reads as an interrupt during tuning is the one PyMC raises when it chooses the
+    chains of an interrupted run (``_choose_chains``, "we get here after a KeyboardInterrupt") none of which got past
+    its tuning."""
+    from pymc.backends.base import _choose_chains
+
+    class _Trace:
+        def __len__(self) -> int:
+            return 50
+
+    with pytest.raises(ValueError, match=hs.NO_DRAWS_YET):
+        _choose_chains([_Trace(), _Trace()], 100)
+
+
 def test_a_run_with_fewer_draws_than_asked_is_an_interrupt() -> None:
     import arviz as az
 
@@ -61,7 +75,10 @@ def test_a_run_with_fewer_draws_than_asked_is_an_interrupt() -> None:
 
 
 CHILD = """
+import signal
 import sys
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a test worker may have started it ignoring SIGINT
 from cogtestbed.inference import hierarchical_sampling
 from cogtestbed.inference.hierarchical import fit_hierarchical
 from cogtestbed.registry import get_experiment

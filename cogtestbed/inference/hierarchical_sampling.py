@@ -242,6 +242,11 @@ def _wait(sampler: Any) -> Any:
         raise
 
 
+#: PyMC's error for a run that ended before its first draw (``backends.base._choose_chains``): only a run stopped
+#: early, since every run asks for at least one draw.
+NO_DRAWS_YET = "Not enough samples to build a trace"
+
+
 def _whole_run(idata: Any, draws: int, chains: int) -> Any:
     """``idata`` where it holds every chain's ``draws`` draws; else the run was stopped (PyMC's ``pm.sample`` answers
     Ctrl-C by returning the draws so far), and the fit is too: :class:`KeyboardInterrupt`."""
@@ -263,11 +268,18 @@ def _pymc_sample(job: SamplingJob, steps: tuple[list[Any], list[dict[str, Any]]]
 
     extra = {"callback": pymc_callback(progress, draws, job.tune, job.chains)} if progress is not None else {}
     with job.pm_model, _quiet_pymc(), strict_float():
-        return _whole_run(pm.sample(
-            draws=draws, tune=job.tune, chains=job.chains, cores=job.cores, random_seed=job.seed,
-            compute_convergence_checks=False, progressbar=job.progressbar, **extra,
-            **({"step": steps[0], "initvals": steps[1]} if steps is not None else {"target_accept": job.target_accept}),
-        ), draws, job.chains)
+        try:
+            idata = pm.sample(
+                draws=draws, tune=job.tune, chains=job.chains, cores=job.cores, random_seed=job.seed,
+                compute_convergence_checks=False, progressbar=job.progressbar, **extra,
+                **({"step": steps[0], "initvals": steps[1]} if steps is not None
+                   else {"target_accept": job.target_accept}),
+            )
+        except ValueError as error:  # PyMC's answer to a run Ctrl-C stopped before its first draw
+            if NO_DRAWS_YET in str(error):
+                raise KeyboardInterrupt("sampling stopped before its first draw") from error
+            raise
+    return _whole_run(idata, draws, job.chains)
 
 
 def _all_centred(model: Any, trials: pd.DataFrame, hierarchical: bool) -> Any:

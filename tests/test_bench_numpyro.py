@@ -287,7 +287,7 @@ def test_the_target_acceptance_rule_needs_fewer_divergences_over_four_data_sets(
 
     rows, switched = study.study({("a", "0.9"): out(1, 0, 0, 0), ("a", "0.95"): out(0, 0, 0, 0),
                                   ("b", "0.9"): out(0, 0, 0, 0), ("b", "0.95"): out(0, 0, 0, 0)})
-    assert switched == ["a"] and [r[-1] for r in rows if r[1] == "divergences, all"] == ["0.95", "0.9"]
+    assert switched == ["a"] and [r[-1] for r in rows if r[1] == "divergences, all"] == ["takes 0.95", "takes 0.9"]
 
 
 def test_the_models_declaring_target_acceptance_095_are_the_studys_choice() -> None:

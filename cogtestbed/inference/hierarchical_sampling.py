@@ -118,8 +118,10 @@ def fit_hierarchical(
     :func:`~cogtestbed.inference.reproducible.strict_float`); across CPUs they agree to Monte
     Carlo error.
 
-    Ctrl-C while the chains draw raises :class:`KeyboardInterrupt`: the part of a run made before it is never
-    returned as a fit (nutpie and PyMC return it from their own ``sample``; :func:`_wait`, :func:`_whole_run`).
+    Ctrl-C while the chains of the package's samplers (nutpie, PyMC, Gibbs) draw raises :class:`KeyboardInterrupt`:
+    the part of a run made before it is never returned as a fit (nutpie and PyMC return it from their own
+    ``sample``; :func:`_wait`, :func:`_whole_run`).  A registered sampler answers Ctrl-C itself
+    (:class:`~cogtestbed.inference.samplers.SamplerKind`).
 
     The InferenceData is shaped as PyMC users expect (:func:`~cogtestbed.inference.hierarchical_idata.shape_idata`):
     ``observed_data``; the posterior holds the model's parameters (population first), the sampler's
@@ -238,7 +240,8 @@ def _wait(sampler: Any) -> Any:
     try:
         return sampler.wait()
     except BaseException:
-        sampler.cancel()
+        with contextlib.suppress(Exception):  # the exception that stopped the run is the one to see
+            sampler.cancel()
         raise
 
 

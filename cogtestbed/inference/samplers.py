@@ -55,7 +55,10 @@ class SamplerKind:
 
     ``library``: the distribution implementing it (its version is the provenance); ``available()``:
     whether it can run here; ``compiled(state)``: whether ``setup`` found its compilation cached (the
-    progress estimate); ``experimental``: not the default anywhere, kept only by a measured decision."""
+    progress estimate); ``experimental``: not the default anywhere, kept only by a measured decision.
+    ``sample`` returns the whole run or raises: a sampler that answers Ctrl-C by returning its draws so far (as
+    nutpie's and PyMC's own ``sample`` do) must raise :class:`KeyboardInterrupt` instead, or the fit reports part
+    of a run as its posterior (the package's samplers: ``hierarchical_sampling._wait``, ``_whole_run``)."""
 
     name: str
     description: str

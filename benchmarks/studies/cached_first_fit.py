@@ -41,7 +41,7 @@ BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
 sys.path.insert(0, str(HERE))
 #: Each case's settings in the family table (``--subjects``, ``--draws``, ``--tune``; 4 chains) and the table's
 #: ratios to NumPyro before the compiled model came from the disk cache (data set 0, data set 1).
-from python_path_first_fit import RECORDED, STANDARD  # noqa: E402
+from python_path_first_fit import RECORDED, STANDARD, counts  # noqa: E402
 from python_path_first_fit import SETTINGS as MEASURED_AT  # noqa: E402
 
 #: The family table's settings now: collider 3p at the standard draws since 28 Nov 2026 (``family-rows-28nov``).
@@ -116,11 +116,11 @@ def table_row(case: str, m: dict[str, Any]) -> list[str]:
     scaled = (None if before is None or case in CHANGED_SINCE_RECORDED
               else RECORDED[case][0] * before["cpu_s"] / r["cpu_s"])
     same = before is not None and all(before[k] == r[k] for k in ("min_ess_bulk", "max_rhat", "divergences"))
-    counts = min(direct, scaled or direct) >= 3 and r["max_rhat"] <= RHAT and r["divergences"] == 0
     return [case, f"{before['cpu_s']:.1f} -> {r['cpu_s']:.1f}" if before else f"{r['cpu_s']:.1f}",
             "-" if before is None else "yes" if same else "no",
             f"{r['ess_per_cpu_s']:.1f} ({r['min_ess_bulk']:.0f})", f"{r['max_rhat']:.4f}", str(r["divergences"]),
-            f"{direct:.2f}x", "-" if scaled is None else f"{scaled:.2f}x", "yes" if counts else "no"]
+            f"{direct:.2f}x", "-" if scaled is None else f"{scaled:.2f}x",
+            counts(direct if scaled is None else min(direct, scaled), r)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,7 +19,6 @@ instead of running.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -30,10 +29,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 #: Each case's settings in the family table (``--subjects``, ``--draws``, ``--tune``; 4 chains).
 from cached_first_fit import SETTINGS  # noqa: E402
+from lowrank_per_family import fits  # noqa: E402
+from python_path_first_fit import counts  # noqa: E402
 
 BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
 NUMPYRO_PYTHON = HERE.parents[1] / ".venv-numpyro" / "bin" / "python"
-RHAT = 1.01
 COLUMNS = ["case", "data set", "package", "NumPyro", "ratio", "R-hat", "counts"]
 CELL = ("package and NumPyro: min bulk ESS per CPU-second (min bulk ESS; CPU s), divergences; R-hat: the "
         "package's / NumPyro's max; data set 0 "
@@ -52,28 +52,22 @@ def run(case: str, folder: Path, reps: int = 2) -> None:
         (folder / f"{case}-{name}.txt").write_text(done.stdout, encoding="utf-8")
 
 
-def _rows(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text.splitlines() if line.startswith('{"case"')]
-
-
 def _cell(r: dict[str, Any]) -> str:
     return f"{r['ess_per_cpu_s']:.2f} ({r['min_ess_bulk']:.0f}; {r['cpu_s']:.1f}), {r['divergences']}"
 
 
 def _row(case: str, label: str, ours: dict[str, Any], theirs: dict[str, Any]) -> list[str]:
     ratio = ours["ess_per_cpu_s"] / theirs["ess_per_cpu_s"]
-    counts = ratio >= 3 and ours["max_rhat"] <= RHAT and ours["divergences"] == 0
     return [case, label, _cell(ours), _cell(theirs), f"{ratio:.2f}x", f"{ours['max_rhat']:.4f} / "
-            f"{theirs['max_rhat']:.4f}", "yes" if counts else "no"]
+            f"{theirs['max_rhat']:.4f}", counts(ratio, ours)]
 
 
 def rows_of(case: str, full: str, loaded: str) -> list[list[str]]:
     """The case's rows: data set 0 compiled, data set 0 loaded, data set 1."""
-    both = {r["rep"]: r for r in _rows(full)}
-    first = [r for r in _rows(loaded) if r["rep"] == 0]
+    both, first = fits(full), fits(loaded).get(0)
     out = [_row(case, "0 (compiled)", both[0]["package"], both[0]["numpyro"])] if 0 in both else []
-    if first and 0 in both:
-        out.append(_row(case, "0 (loaded)", first[0], both[0]["numpyro"]))
+    if first is not None and 0 in both:
+        out.append(_row(case, "0 (loaded)", first, both[0]["numpyro"]))
     return out + [_row(case, str(k), both[k]["package"], both[k]["numpyro"]) for k in sorted(both) if k > 0]
 
 

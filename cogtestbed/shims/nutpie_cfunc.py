@@ -35,15 +35,15 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-# The nutpie version whose wrappers and ``user_data`` layout these mirror, the nutpie shim's (another version is
-# compiled by nutpie itself, :func:`problems`).
-from cogtestbed.shims.nutpie_shim import LOCKED
-
 #: The wrappers' C signatures: nutpie's (``_make_c_logp_func``, ``_make_c_expand_func``).
 LOGP_SIGNATURE = types.int64(types.uint64, types.CPointer(types.double), types.CPointer(types.double),
                              types.CPointer(types.double), types.voidptr)
 EXPAND_SIGNATURE = types.int64(types.uint64, types.uint64, types.CPointer(types.double),
                                types.CPointer(types.double), types.voidptr)
+#: The nutpie version whose wrappers and ``user_data`` layout these mirror (``locks/test.txt``, ``locks/demo.txt``;
+#: another version is compiled by nutpie itself, :func:`problems`).  Its own constant, not ``nutpie_shim.LOCKED``:
+#: ``nutpie_shim`` imports this module, so importing it back would be a cycle; ``tests/test_shims.py`` pins both.
+LOCKED = "0.16.8"
 #: Bumped whenever the wrappers' source template changes meaning (part of every cache key).
 TEMPLATE_VERSION = 1
 

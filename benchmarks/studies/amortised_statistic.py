@@ -83,7 +83,8 @@ def spec_of(f: Family, size: float) -> Any:
                       seed=0, **trials)
 
 
-def simulate(f: Family, size: float, n: int, seed: int, sd_factor: float = 1.0) -> tuple[Any, Any, dict[str, np.ndarray]]:
+def simulate(f: Family, size: float, n: int, seed: int,
+             sd_factor: float = 1.0) -> tuple[Any, Any, dict[str, np.ndarray]]:
     """(spec, trial table, true parameters) of ``n`` subjects at population effect ``size`` (the between-subject SD
     times ``sd_factor``)."""
     from cogtestbed.registry import get_experiment
@@ -203,12 +204,16 @@ def measure(name: str, f: Family, n: int, train: int, grids: Sequence[int]) -> l
     for k, (size, sd) in enumerate(((0.0, 1.0), (f.size, 1.0), (0.0, WIDE))):
         spec, table, _ = simulate(f, size, n, 9100 + k, sd)
         subject_contrasts(spec, amortised[grids[0]].model, table[table["subject"] == 0], 1, fit=AUTO_FIT)  # compile
-        for label, run in [("full MLE", lambda: subject_contrasts(spec, amortised[grids[0]].model, table, n)),
-                           ("auto MLE", lambda: subject_contrasts(spec, amortised[grids[0]].model, table, n,
-                                                                  fit=AUTO_FIT)),
-                           *[(f"amortised {g}", (lambda a=a: a.estimate(table, n))) for g, a in amortised.items()]]:
+        model = amortised[grids[0]].model
+        runs: list[tuple[str, Any]] = [("full MLE", None), ("auto MLE", AUTO_FIT), *[(f"amortised {g}", a) for g, a
+                                                                                     in amortised.items()]]
+        for label, how in runs:
             start = time.process_time()
-            est.setdefault(label, []).append(run())
+            if isinstance(how, Amortised):
+                values = how.estimate(table, n)
+            else:
+                values = subject_contrasts(spec, model, table, n, **({} if how is None else {"fit": how}))
+            est.setdefault(label, []).append(values)
             cpu[label] = cpu.get(label, 0.0) + (time.process_time() - start) / (3 * n)
     auto = est["auto MLE"][:2]
     d_auto = standardized(*auto)
@@ -256,11 +261,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import recorded
 
-        notes = (f"{o.subjects} null and {o.subjects} effect subjects a family, estimators trained on {o.train} "
-                 f"subjects at 11 population effects from -2 to 3 times the planned one; load {load:.1f} at the start "
-                 "(CPU ms measured under that load)")
-        recorded.write(o.record, " ".join(["python benchmarks/studies/amortised_statistic.py", *(argv or sys.argv[1:])]),
-                       [{"columns": COLUMNS, "rows": rows}], notes=notes)
+        notes = (f"{o.subjects} subjects a family under the null, the effect and the null with the between-subject SD "
+                 f"x {WIDE:g}; the amortised estimators trained on {o.train} subjects at population effects from -3 to "
+                 "3 times the planned one where the parameter bounds allow (the features column gives the span); "
+                 f"load {load:.1f} at the start (CPU ms measured under that load)")
+        command = " ".join(["python benchmarks/studies/amortised_statistic.py", *(argv or sys.argv[1:])])
+        recorded.write(o.record, command, [{"columns": COLUMNS, "rows": rows}], notes=notes)
     return 0
 
 

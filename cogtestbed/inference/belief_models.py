@@ -82,11 +82,12 @@ def decision_data(trials: pd.DataFrame, cells: bool = False) -> dict[Hashable, D
 def _log_softmax3(v: np.ndarray, a: int, e: np.ndarray) -> float:
     """log softmax(v)[a] of 3 utilities; fills e with 1{j = a} − softmax(v)_j (d ll / d v)."""
     top = max(v[0], max(v[1], v[2]))
-    total = np.exp(v[0] - top) + np.exp(v[1] - top) + np.exp(v[2] - top)
-    lse = top + np.log(total)
     for j in range(3):
-        e[j] = (1.0 if j == a else 0.0) - np.exp(v[j] - lse)
-    return v[a] - lse
+        e[j] = np.exp(v[j] - top)  # each exponential once: the softmax is e / total
+    total = e[0] + e[1] + e[2]
+    for j in range(3):
+        e[j] = (1.0 if j == a else 0.0) - e[j] / total
+    return v[a] - top - np.log(total)
 
 
 #: Belief at which the MNL levels are taken (the centre of the probability scale).
@@ -118,11 +119,13 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
 def _tk_and_derivative(p: float, gamma: float) -> tuple[float, float]:
     """Tversky–Kahneman w(p) and dw/dγ (p clipped into (0, 1))."""
     q = min(max(p, EPS), 1.0 - EPS)
-    a = q**gamma
-    b = (1.0 - q) ** gamma
+    log_q, log_1q = np.log(q), np.log1p(-q)  # every power below from these: q^γ = exp(γ log q)
+    a = np.exp(gamma * log_q)
+    b = np.exp(gamma * log_1q)
     d = a + b
-    w = a / d ** (1.0 / gamma)
-    dlog = np.log(q) + np.log(d) / gamma**2 - (a * np.log(q) + b * np.log1p(-q)) / (gamma * d)
+    log_d = np.log(d)
+    w = np.exp(gamma * log_q - log_d / gamma)  # a / d^(1/γ)
+    dlog = log_q + log_d / gamma**2 - (a * log_q + b * log_1q) / (gamma * d)
     return w, w * dlog
 
 

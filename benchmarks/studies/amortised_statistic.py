@@ -18,7 +18,9 @@ study measures the simplest such estimator that works for every family without n
   CPU ms a subject (features and regression, or the fit), the null and effect means on the test's scale and the
   standardized effect (difference of the means over the pooled SD, what a t-test's power rests on: the subjects
   needed for a given power scale with its inverse square), with the amortised minus ``AUTO_FIT`` difference's
-  paired bootstrap SE (the same subjects).
+  paired bootstrap SE (the same subjects), the null mean in SDs (a one-sample t-test's statistic drifts by it
+  times the square root of the subjects under the null: a statistic far from 0 there needs the plan's simulated
+  calibration to mean anything) and how far the null mean moves (in SDs) when the between-subject SD doubles.
 
 Nothing here is in the product: the study says whether the estimator would pay (CPU and subjects) before it is
 built into the plan's statistic, ``run --plan``'s looks and plan.json.
@@ -226,12 +228,14 @@ def measure(name: str, f: Family, n: int, train: int, grids: Sequence[int]) -> l
         span = feasible(f)
         grid = f"{len(amortised[g].grid):,} nodes, R² {r2[g]:.2f}, trained {span[0]:g} to {span[-1]:g}x" if g else ""
         rows.append([name, label, grid, f"{1000 * cpu[label]:.3f}", f"{np.nanmean(v0):+.4f}", f"{np.nanmean(v1):+.4f}",
-                     f"{d:.3f}", se, f"{(d_auto / d) ** 2:.2f}", f"{(np.nanmean(wide) - np.nanmean(v0)) / sd:+.3f}"])
+                     f"{d:.3f}", se, f"{(d_auto / d) ** 2:.2f}", f"{np.nanmean(v0) / sd:+.3f}",
+                     f"{(np.nanmean(wide) - np.nanmean(v0)) / sd:+.3f}"])
     return rows
 
 
 COLUMNS = ["family", "estimator", "features", "CPU ms a subject", "null mean", "effect mean", "standardized effect",
-           "minus auto MLE's (± SE)", "subjects vs auto MLE", "null mean moved by SD x 2 (in SDs)"]
+           "minus auto MLE's (± SE)", "subjects vs auto MLE", "null mean in SDs",
+           "null mean moved by SD x 2 (in SDs)"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

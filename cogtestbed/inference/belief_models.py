@@ -55,6 +55,17 @@ class DecisionData:
     p: np.ndarray
     n: np.ndarray
 
+    @property
+    def log_q(self) -> np.ndarray:
+        """log q, q = p clipped into [ε, 1 − ε] (:data:`EPS`): the loss form's kernel reads it rather than taking
+        the logarithm of a constant at every gradient."""
+        return np.log(np.clip(self.p, EPS, 1.0 - EPS))
+
+    @property
+    def log_1q(self) -> np.ndarray:
+        """log(1 − q) of the same q."""
+        return np.log1p(-np.clip(self.p, EPS, 1.0 - EPS))
+
 
 def decision_data(trials: pd.DataFrame, cells: bool = False) -> dict[Hashable, DecisionData]:
     """Per subject: valid decisions with the mean π0 report of their context, one per decision
@@ -100,7 +111,7 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
     """n·log P(a) of the MNL (Eq. 3) per cell: utilities (0, m_Y + b_Y (p − ½), m_D + b_D (p − ½)), exact gradient."""
     n = a.shape[0]
     ll = np.empty(n)
-    grad = np.zeros((n, 4))
+    grad = np.empty((n, 4))
     v = np.zeros(3)
     e = np.zeros(3)
     for t in range(n):
@@ -116,10 +127,9 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
 
 
 @njit(cache=True)
-def _tk_and_derivative(p: float, gamma: float) -> tuple[float, float]:
-    """Tversky–Kahneman w(p) and dw/dγ (p clipped into (0, 1))."""
-    q = min(max(p, EPS), 1.0 - EPS)
-    log_q, log_1q = np.log(q), np.log1p(-q)  # every power below from these: q^γ = exp(γ log q)
+def _tk_and_derivative(log_q: float, log_1q: float, gamma: float) -> tuple[float, float]:
+    """Tversky–Kahneman w(q) and dw/dγ from log q and log(1 − q) (q: p clipped into (0, 1)); every power is
+    ``exp(γ log q)``, so a cell costs four transcendental calls."""
     a = np.exp(gamma * log_q)
     b = np.exp(gamma * log_1q)
     d = a + b
@@ -130,18 +140,19 @@ def _tk_and_derivative(p: float, gamma: float) -> tuple[float, float]:
 
 
 @njit(cache=True)
-def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray,
-                          n_cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """n·log P(a) of the loss-form decider per cell: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)."""
+def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, log_q: np.ndarray,
+                          log_1q: np.ndarray, n_cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """n·log P(a) of the loss-form decider per cell: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)
+    (the belief as log q and log(1 − q), :attr:`DecisionData.log_q`)."""
     n = a.shape[0]
     ll = np.empty(n)
-    grad = np.zeros((n, 4))
+    grad = np.empty((n, 4))
     v = np.zeros(3)
     e = np.zeros(3)
     for t in range(n):
         i = obs_subject[t]
         c_fp, c_d, s, gamma = theta[i, 0], theta[i, 1], theta[i, 2], theta[i, 3]
-        w, dw = _tk_and_derivative(p[t], gamma)
+        w, dw = _tk_and_derivative(log_q[t], log_1q[t], gamma)
         v[0] = -s * (1.0 - c_fp) * w
         v[1] = -s * c_fp * (1.0 - w)
         v[2] = -s * c_d
@@ -266,6 +277,8 @@ class LossModel(_DecisionModel):
     target_accept: ClassVar[float | None] = 0.95
 
     pointwise_kernel: ClassVar[Any] = loss_pointwise_kernel
+    #: The belief enters as log q and log(1 − q), computed once per fit (:attr:`DecisionData.log_q`).
+    observation_fields: ClassVar[tuple[str, ...]] = ("a", "log_q", "log_1q", "n")
 
 
 MODELS: dict[str, CognitiveModel] = {"mnl": MNLModel(), "loss": LossModel()}

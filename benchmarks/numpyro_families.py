@@ -150,14 +150,15 @@ def mnl_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
 def loss_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
     """Belief-coherence loss-form decider on cells (:func:`cogtestbed.inference.belief_models.loss_pointwise_kernel`):
     V = (−s(1 − c_FP)w, −s·c_FP(1 − w), −s·c_D), w the Tversky–Kahneman weight of p (clipped into
-    [1e-9, 1 − 1e-9]) with γ.  Columns (c_FP, c_D, s, γ)."""
+    [1e-9, 1 − 1e-9]) with γ, from the same inputs as the package's kernel since 28 Nov 2026: log q and
+    log(1 − q), every power exp(γ log q).  Columns (c_FP, c_D, s, γ)."""
     import jax.numpy as jnp
 
     th = theta[d["subject"]]
     c_fp, c_d, s, gamma = th[:, 0], th[:, 1], th[:, 2], th[:, 3]
-    q = jnp.clip(d["p"], 1e-9, 1.0 - 1e-9)
-    a, b = q ** gamma, (1.0 - q) ** gamma
-    w = a / (a + b) ** (1.0 / gamma)
+    log_q, log_1q = d["log_q"], d["log_1q"]
+    a, b = jnp.exp(gamma * log_q), jnp.exp(gamma * log_1q)
+    w = jnp.exp(gamma * log_q - jnp.log(a + b) / gamma)
     v = jnp.stack([-s * (1.0 - c_fp) * w, -s * c_fp * (1.0 - w), -s * c_d], axis=1)
     return d["n"] * _log_softmax3_at(v, d["a"])
 

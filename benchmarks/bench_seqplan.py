@@ -77,8 +77,9 @@ def profile(sims: int) -> None:
 
 def profile_auto(sims: int) -> None:
     """Where ``plan --looks auto``'s time goes: ``seqauto.plan_auto`` of the headline cell (26 subjects x 96 trials
-    fixed) at ``sims`` studies per set (effect and each null set), one process, under cProfile: the functions
-    with the most cumulative time (issue 54 item 4)."""
+    fixed) at ``sims`` studies per set (effect and each null set), one process, under cProfile after an unprofiled run
+    at 100 that compiles or loads the kernels: the functions with the most cumulative time (issue 54 item 4) and
+    with the most time of their own."""
     import cProfile
     import pstats
     import time
@@ -88,13 +89,16 @@ def profile_auto(sims: int) -> None:
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.2, seed=0, trials=(96,))
+    plan_auto(spec, 26, 96, 1, 0.8, sims=100, null_sims=100, workers=1)  # kernels compiled or loaded first
     prof = cProfile.Profile()
     cpu = time.process_time()
     prof.enable()
     res = plan_auto(spec, 26, 96, 1, 0.8, sims=sims, null_sims=sims, workers=1)
     prof.disable()
     print(f"{sims} studies per set: {res.result.subjects:,} subjects fitted, {time.process_time() - cpu:.1f} s CPU")
-    pstats.Stats(prof).sort_stats("cumtime").print_stats(30)
+    stats = pstats.Stats(prof)
+    stats.sort_stats("cumtime").print_stats(30)
+    stats.sort_stats("tottime").print_stats(12)  # the functions' own time: the BFGS and the start grid's kernel
 
 
 def search_cost(sims: int, baseline: Path | None, rounds: int = 2) -> None:

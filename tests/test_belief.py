@@ -291,6 +291,36 @@ def test_loss_model_gradient():
     np.testing.assert_allclose(model.nll_grad(theta, data)[1], num, rtol=1e-4, atol=1e-3)
 
 
+def _log_softmax_direct(v: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """log softmax(v)[a] row by row, written out (no shared exponentials)."""
+    return v[np.arange(len(a)), a] - np.log(np.exp(v).sum(axis=1))
+
+
+@pytest.mark.parametrize("name", ["mnl", "loss"])
+def test_decision_likelihoods_equal_their_formulas_from_the_belief(name: str) -> None:
+    """Each kernel's NLL equals its formula written from p itself (the loss form reads log q and log(1 − q),
+    the softmax shares its exponentials: a swapped or mis-clipped input would keep the gradient consistent and
+    change these values), at beliefs that include both clipped ends."""
+    from cogtestbed.inference.belief_models import EPS, MODELS, DecisionData
+
+    rng = np.random.default_rng(3)
+    p = np.concatenate([rng.uniform(0, 1, 200), [0.0, 1.0, 1e-12, 0.5]])
+    a = rng.integers(0, 3, p.size)
+    data = DecisionData(a, p, np.ones(p.size))
+    if name == "mnl":
+        theta = np.array([0.7, 20.0, 1.5, 9.0])
+        x = p - 0.5
+        v = np.column_stack([np.zeros_like(x), theta[0] + theta[1] * x, theta[2] + theta[3] * x])
+    else:
+        theta = np.array([0.4, 0.2, 15.0, 0.7])
+        c_fp, c_d, s, gamma = theta
+        q = np.clip(p, EPS, 1 - EPS)
+        w = q**gamma / (q**gamma + (1 - q) ** gamma) ** (1 / gamma)
+        v = np.column_stack([-s * (1 - c_fp) * w, -s * c_fp * (1 - w), np.full_like(w, -s * c_d)])
+    expected = -_log_softmax_direct(v, a).sum()
+    assert MODELS[name].nll(theta, data) == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.slow
 def test_pymc_models_build():
     from cogtestbed.inference.belief_models import MODELS

@@ -140,8 +140,13 @@ def _gaussian(v: Any, mean: Any, sd: Any, log_w: Any) -> Any:
 def linear_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
     """Linear magnitude observer (:func:`cogtestbed.inference.magnitude.linear_pointwise`):
     v ~ N(w·u + b, σ²), minus log W.  Columns (w, b, σ)."""
+    import jax.numpy as jnp
+
     th = theta[d["subject"]]
-    return _gaussian(d["v"], th[:, 0] * d["u"] + th[:, 1], th[:, 2], d["log_w"])
+    # log σ once a subject, as the package's kernel takes it since 28 Nov 2026 (the same work on both sides)
+    log_sd = jnp.log(theta[:, 2])[d["subject"]]
+    r = (d["v"] - th[:, 0] * d["u"] - th[:, 1]) / th[:, 2]
+    return -0.5 * np.log(2.0 * np.pi) - log_sd - 0.5 * r * r - d["log_w"]
 
 
 def static_bayes_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:

@@ -61,17 +61,24 @@ class MagnitudeData:
 @njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception
 def linear_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
                      log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-observation log-likelihood and gradient in (w, b, sigma_dec): v ~ N(w·u + b, σ²)."""
+    """Per-observation log-likelihood and gradient in (w, b, sigma_dec): v ~ N(w·u + b, σ²).  log σ, 1/σ and
+    1/σ² are taken once a subject (row of ``theta``), not once an observation."""
     n = v.shape[0]
     ll = np.empty(n)
     grad = np.empty((n, 3))
+    k = theta.shape[0]
+    log_s, inv_s, inv_s2 = np.empty(k), np.empty(k), np.empty(k)
+    for j in range(k):
+        s = theta[j, 2]
+        log_s[j], inv_s[j], inv_s2[j] = math.log(s), 1.0 / s, 1.0 / (s * s)
     for i in range(n):
-        w, b, s = theta[obs_subject[i], 0], theta[obs_subject[i], 1], theta[obs_subject[i], 2]
-        r = v[i] - w * u[i] - b
-        ll[i] = -0.5 * math.log(2 * math.pi) - math.log(s) - 0.5 * r * r / (s * s) - log_w[i]
-        grad[i, 0] = r / (s * s) * u[i]
-        grad[i, 1] = r / (s * s)
-        grad[i, 2] = -1.0 / s + r * r / (s * s * s)
+        j = obs_subject[i]
+        r = v[i] - theta[j, 0] * u[i] - theta[j, 1]
+        scaled = r * inv_s2[j]
+        ll[i] = -0.5 * math.log(2 * math.pi) - log_s[j] - 0.5 * r * scaled - log_w[i]
+        grad[i, 0] = scaled * u[i]
+        grad[i, 1] = scaled
+        grad[i, 2] = -inv_s[j] + r * scaled * inv_s[j]
     return ll, grad
 
 

@@ -11,8 +11,9 @@ study measures the simplest such estimator that works for every family without n
   ``w = exp(-(NLL - min NLL))`` over the grid, the log-likelihood differences clipped at -30 (over 30), and the
   grid posterior mean of the effect ``w . c`` (``c``: the effect at each node, on the test's scale);
 * **estimator**: a ridge regression (penalty 1e-3 x training subjects) of the subject's *true* effect on those
-  features, trained on subjects simulated at 11 population effects from -2 to 3 times the planned one (the plan's
-  population otherwise: its medians, its between-subject SD), seeds of their own;
+  features, trained on subjects simulated at population effects from -3 to 3 times the planned one in steps of 0.5
+  (:data:`TRAIN_MULTIPLES`), those whose medians stay strictly inside the parameters' bounds (:func:`feasible`), the
+  plan's population otherwise (its medians, its between-subject SD), seeds of their own;
 * **validation**: ``n`` fresh subjects under the null and ``n`` under the planned effect, each estimated by the
   amortised estimator, by the coarse-start MLE (``AUTO_FIT``) and by the model's full fitter; per estimator the
   CPU ms a subject (features and regression, or the fit), the null and effect means on the test's scale and the
@@ -43,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from cogtestbed.errors import InputError
 
 #: Population effects the estimator is trained at, as multiples of the planned effect (the study's choice: symmetric
 #: about the null, so that the regression's shrinkage pulls toward the null and not toward the effect).
@@ -104,17 +107,27 @@ def simulate(f: Family, size: float, n: int, seed: int,
 
 
 def feasible(f: Family) -> list[float]:
-    """The :data:`TRAIN_MULTIPLES` whose population effect keeps every median inside its parameter's bounds."""
-    from cogtestbed.errors import InputError
+    """The :data:`TRAIN_MULTIPLES` whose population effect keeps every median strictly inside its parameter's bounds
+    (a median on a bound, e.g. a discount rate k = 0, puts every subject's effect at about -690 on a log scale, and
+    such subjects would dominate the regression's squared loss)."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import population_medians
 
+    model = get_experiment(f.experiment).model(f.model)
     out = []
     for mult in TRAIN_MULTIPLES:
         try:
-            simulate(f, float(mult * f.size), 1, 0)
+            medians = population_medians(spec_of(f, float(mult * f.size)), model)
         except InputError:
             continue
-        out.append(float(mult))
+        if all(_inside(p.lower, p.upper, medians[p.name]) for p in model.parameters):
+            out.append(float(mult))
     return out
+
+
+def _inside(lower: float, upper: float, value: float) -> bool:
+    """``value`` in the open interval (lower, upper), away from each finite bound by 1e-9 of its scale."""
+    return bool(value > lower + 1e-9 * max(1.0, abs(lower)) and value < upper - 1e-9 * max(1.0, abs(upper)))
 
 
 class Amortised:
@@ -196,7 +209,7 @@ def paired_se(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
 
 def measure(name: str, f: Family, n: int, train: int, grids: Sequence[int]) -> list[list[str]]:
     """The table's rows for one family."""
-    from cogtestbed.validation.design.seqfit import AUTO_FIT
+    from cogtestbed.validation.design.seqfit import AUTO_FIT, FULL_FIT
     from cogtestbed.validation.design.seqsim import subject_contrasts
 
     est: dict[str, list[np.ndarray]] = {}
@@ -205,16 +218,20 @@ def measure(name: str, f: Family, n: int, train: int, grids: Sequence[int]) -> l
     r2 = {g: a.train(train, 7000) for g, a in amortised.items()}
     for k, (size, sd) in enumerate(((0.0, 1.0), (f.size, 1.0), (0.0, WIDE))):
         spec, table, _ = simulate(f, size, n, 9100 + k, sd)
-        subject_contrasts(spec, amortised[grids[0]].model, table[table["subject"] == 0], 1, fit=AUTO_FIT)  # compile
-        model = amortised[grids[0]].model
-        runs: list[tuple[str, Any]] = [("full MLE", None), ("auto MLE", AUTO_FIT), *[(f"amortised {g}", a) for g, a
-                                                                                     in amortised.items()]]
+        model, null = amortised[grids[0]].model, amortised[grids[0]].null
+        first = table[table["subject"] == 0]
+        for fit in (FULL_FIT, AUTO_FIT):  # kernels compiled or loaded before any clock
+            subject_contrasts(spec, model, first, 1, null, fit=fit)
+        for a in amortised.values():
+            a.estimate(first, 1)
+        runs: list[tuple[str, Any]] = [("full MLE", FULL_FIT), ("auto MLE", AUTO_FIT), *[(f"amortised {g}", a) for g, a
+                                                                                         in amortised.items()]]
         for label, how in runs:
             start = time.process_time()
             if isinstance(how, Amortised):
                 values = how.estimate(table, n)
-            else:
-                values = subject_contrasts(spec, model, table, n, **({} if how is None else {"fit": how}))
+            else:  # every set against the plan's null, as the amortised estimator is (not the wider population's)
+                values = subject_contrasts(spec, model, table, n, null, fit=how)
             est.setdefault(label, []).append(values)
             cpu[label] = cpu.get(label, 0.0) + (time.process_time() - start) / (3 * n)
     auto = est["auto MLE"][:2]

@@ -129,7 +129,7 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
 @njit(cache=True)
 def _tk_and_derivative(log_q: float, log_1q: float, gamma: float) -> tuple[float, float]:
     """Tversky–Kahneman w(q) and dw/dγ from log q and log(1 − q) (q: p clipped into (0, 1)); every power is
-    ``exp(γ log q)``, so a cell costs four transcendental calls."""
+    ``exp(γ log q)``, so the weight costs four transcendental calls a cell (three exponentials and a logarithm)."""
     a = np.exp(gamma * log_q)
     b = np.exp(gamma * log_1q)
     d = a + b

@@ -130,11 +130,12 @@ def gaussian_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> An
     return -jnp.log(th[:, 3]) - 0.5 * np.log(2.0 * np.pi) - 0.5 * u * u
 
 
-def _gaussian(v: Any, mean: Any, sd: Any, log_w: Any) -> Any:
+def _gaussian(v: Any, mean: Any, sd: Any, log_w: Any, log_sd: Any = None) -> Any:
+    """log N(v; mean, sd²) − log W per observation (``log_sd``: log sd where the caller has it, else taken here)."""
     import jax.numpy as jnp
 
     r = (v - mean) / sd
-    return -0.5 * np.log(2.0 * np.pi) - jnp.log(sd) - 0.5 * r * r - log_w
+    return -0.5 * np.log(2.0 * np.pi) - (jnp.log(sd) if log_sd is None else log_sd) - 0.5 * r * r - log_w
 
 
 def linear_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
@@ -143,10 +144,9 @@ def linear_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
     import jax.numpy as jnp
 
     th = theta[d["subject"]]
-    # log σ once a subject, as the package's kernel takes it since 28 Nov 2026 (the same work on both sides)
+    # log σ once a subject, as the package's kernel takes it since 28 Nov 2026
     log_sd = jnp.log(theta[:, 2])[d["subject"]]
-    r = (d["v"] - th[:, 0] * d["u"] - th[:, 1]) / th[:, 2]
-    return -0.5 * np.log(2.0 * np.pi) - log_sd - 0.5 * r * r - d["log_w"]
+    return _gaussian(d["v"], th[:, 0] * d["u"] + th[:, 1], th[:, 2], d["log_w"], log_sd)
 
 
 def static_bayes_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:

@@ -149,6 +149,8 @@ class Amortised:
         self.c = np.asarray(one_sample_values(spec, self.model, {p: self.grid[:, i] for i, p in enumerate(names)},
                                               self.null), float)
         self.beta: np.ndarray | None = None
+        #: the training's population effects, as multiples of the planned one (:func:`feasible`, set by :meth:`train`)
+        self.multiples: list[float] = []
 
     def features(self, table: Any, n: int) -> np.ndarray:
         """Each subject's design row (NaN for a subject without a valid trial)."""
@@ -167,10 +169,10 @@ class Amortised:
         hyperbolic k = 0)."""
         from cogtestbed.validation.studies.model_studies import one_sample_values
 
-        multiples = feasible(self.f)
-        per = max(1, subjects // len(multiples))
+        self.multiples = feasible(self.f)
+        per = max(1, subjects // len(self.multiples))
         batches = []
-        for j, mult in enumerate(multiples):
+        for j, mult in enumerate(self.multiples):
             spec, table, true = simulate(self.f, float(mult * self.f.size), per, seed + j)
             batches.append((table, np.asarray(one_sample_values(spec, self.model, true, self.null), float)))
         truths = np.concatenate([y for _, y in batches])
@@ -216,9 +218,9 @@ def measure(name: str, f: Family, n: int, train: int, grids: Sequence[int]) -> l
     cpu: dict[str, float] = {}
     amortised = {g: Amortised(f, g) for g in grids}
     r2 = {g: a.train(train, 7000) for g, a in amortised.items()}
+    model, null = amortised[grids[0]].model, amortised[grids[0]].null
     for k, (size, sd) in enumerate(((0.0, 1.0), (f.size, 1.0), (0.0, WIDE))):
         spec, table, _ = simulate(f, size, n, 9100 + k, sd)
-        model, null = amortised[grids[0]].model, amortised[grids[0]].null
         first = table[table["subject"] == 0]
         for fit in (FULL_FIT, AUTO_FIT):  # kernels compiled or loaded before any clock
             subject_contrasts(spec, model, first, 1, null, fit=fit)
@@ -242,8 +244,8 @@ def measure(name: str, f: Family, n: int, train: int, grids: Sequence[int]) -> l
         sd = math.sqrt((np.nanvar(v0) + np.nanvar(v1)) / 2)
         se = "" if label == "auto MLE" else f"{d - d_auto:+.3f} ± {paired_se((v0, v1), (auto[0], auto[1]), 11):.3f}"
         g = int(label.split()[-1]) if label.startswith("amortised") else None
-        span = feasible(f)
-        grid = f"{len(amortised[g].grid):,} nodes, R² {r2[g]:.2f}, trained {span[0]:g} to {span[-1]:g}x" if g else ""
+        grid = (f"{len(amortised[g].grid):,} nodes, R² {r2[g]:.2f}, trained {amortised[g].multiples[0]:g} to "
+                f"{amortised[g].multiples[-1]:g}x" if g else "")
         rows.append([name, label, grid, f"{1000 * cpu[label]:.3f}", f"{np.nanmean(v0):+.4f}", f"{np.nanmean(v1):+.4f}",
                      f"{d:.3f}", se, f"{(d_auto / d) ** 2:.2f}", f"{np.nanmean(v0) / sd:+.3f}",
                      f"{(np.nanmean(wide) - np.nanmean(v0)) / sd:+.3f}"])

@@ -56,15 +56,19 @@ class DecisionData:
     n: np.ndarray
 
     @property
+    def q(self) -> np.ndarray:
+        """The belief p clipped into [ε, 1 − ε] (:data:`EPS`), where the loss form's probability weighting reads it."""
+        return np.clip(self.p, EPS, 1.0 - EPS)
+
+    @property
     def log_q(self) -> np.ndarray:
-        """log q, q = p clipped into [ε, 1 − ε] (:data:`EPS`): the loss form's kernel reads it rather than taking
-        the logarithm of a constant at every gradient."""
-        return np.log(np.clip(self.p, EPS, 1.0 - EPS))
+        """log q: the loss form's kernel reads it rather than taking the logarithm of a constant at every gradient."""
+        return np.log(self.q)
 
     @property
     def log_1q(self) -> np.ndarray:
-        """log(1 − q) of the same q."""
-        return np.log1p(-np.clip(self.p, EPS, 1.0 - EPS))
+        """log(1 − q)."""
+        return np.log1p(-self.q)
 
 
 def decision_data(trials: pd.DataFrame, cells: bool = False) -> dict[Hashable, DecisionData]:

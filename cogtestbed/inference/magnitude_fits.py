@@ -244,6 +244,18 @@ def factor_evidence(aic: np.ndarray) -> dict[str, float]:
     return out
 
 
+@njit(cache=True, error_model="numpy")  # σ = 0: −inf and inf, not an exception
+def sigma_terms(theta: np.ndarray, col: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(log σ, 1/σ, 1/σ²) of every subject (row of ``theta``, σ in column ``col``): the Gaussian kernels take them
+    once a subject, not once an observation."""
+    k = theta.shape[0]
+    log_s, inv_s, inv_s2 = np.empty(k), np.empty(k), np.empty(k)
+    for j in range(k):
+        s = theta[j, col]
+        log_s[j], inv_s[j], inv_s2[j] = math.log(s), 1.0 / s, 1.0 / (s * s)
+    return log_s, inv_s, inv_s2
+
+
 @njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception
 def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
                      log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -252,13 +264,16 @@ def static_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, 
     n = v.shape[0]
     ll = np.empty(n)
     grad = np.empty((n, 3))
+    log_s, inv_s, inv_s2 = sigma_terms(theta, 2)
     for i in range(n):
-        w, m, s = theta[obs_subject[i], 0], theta[obs_subject[i], 1], theta[obs_subject[i], 2]
+        j = obs_subject[i]
+        w, m = theta[j, 0], theta[j, 1]
         r = v[i] - static_bayes(u[i], w, m)
-        ll[i] = -0.5 * math.log(2 * math.pi) - math.log(s) - 0.5 * r * r / (s * s) - log_w[i]
-        grad[i, 0] = r / (s * s) * (m - u[i])
-        grad[i, 1] = r / (s * s) * w
-        grad[i, 2] = -1.0 / s + r * r / (s * s * s)
+        scaled = r * inv_s2[j]
+        ll[i] = -0.5 * math.log(2 * math.pi) - log_s[j] - 0.5 * r * scaled - log_w[i]
+        grad[i, 0] = scaled * (m - u[i])
+        grad[i, 1] = scaled * w
+        grad[i, 2] = -inv_s[j] + r * scaled * inv_s[j]
     return ll, grad
 
 

@@ -23,6 +23,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.inference.base import NO_ANSWER_LOG_UNIFORM, CognitiveModel, MLEResult
 from cogtestbed.inference.magnitude_fits import (
     gauss_nll,
+    sigma_terms,
     static_pointwise,
 )
 from cogtestbed.inference.magnitude_hierarchy import w_prior_hierarchy as w_prior_hierarchy
@@ -61,16 +62,12 @@ class MagnitudeData:
 @njit(cache=True, error_model="numpy")  # σ → 0 in a line search: −inf, not an exception
 def linear_pointwise(theta: np.ndarray, obs_subject: np.ndarray, v: np.ndarray, u: np.ndarray,
                      log_w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-observation log-likelihood and gradient in (w, b, sigma_dec): v ~ N(w·u + b, σ²).  log σ, 1/σ and
-    1/σ² are taken once a subject (row of ``theta``), not once an observation."""
+    """Per-observation log-likelihood and gradient in (w, b, sigma_dec): v ~ N(w·u + b, σ²) (σ's terms once a
+    subject, :func:`~cogtestbed.inference.magnitude_fits.sigma_terms`)."""
     n = v.shape[0]
     ll = np.empty(n)
     grad = np.empty((n, 3))
-    k = theta.shape[0]
-    log_s, inv_s, inv_s2 = np.empty(k), np.empty(k), np.empty(k)
-    for j in range(k):
-        s = theta[j, 2]
-        log_s[j], inv_s[j], inv_s2[j] = math.log(s), 1.0 / s, 1.0 / (s * s)
+    log_s, inv_s, inv_s2 = sigma_terms(theta, 2)
     for i in range(n):
         j = obs_subject[i]
         r = v[i] - theta[j, 0] * u[i] - theta[j, 1]

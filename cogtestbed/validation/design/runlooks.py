@@ -49,18 +49,25 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
 
 def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -> dict[str, Any]:
     """The one-sample t-test on per-subject MLEs of the contrast (a model-effect plan's look), each
-    searched for as the plan simulated it (``statistic.fit``: :func:`~cogtestbed.validation.design.seqfit.fit_of`)."""
+    searched for as the plan simulated it (``statistic.fit``: :func:`~cogtestbed.validation.design.seqfit.fit_of`),
+    or the amortised estimate the plan trained (:func:`~cogtestbed.validation.design.seqamortised.statistic_of`: on
+    the test's scale less the plan's null already)."""
     from cogtestbed.inference.base import with_lapse
-    from cogtestbed.validation.design.seqfit import fit_of
+    from cogtestbed.validation.design.seqamortised import AmortisedFit, statistic_of
 
     model = exp.model(stat["model"])
     if not part["valid"].any():  # nothing to fit: no evidence (Z taken as 0 by the rule)
         return {"statistic": None, "estimate": None, "p_value": None, "subjects_fitted": 0,
                 "reason": f"no valid trial among the first {units} subjects"}
+    how = statistic_of(stat)
+    fitted = with_lapse(model, stat.get("lapse_fit"))
+    if isinstance(how, AmortisedFit):
+        est = how.estimates(fitted, part)
+        amortised = np.asarray([est[k] for k in sorted(est, key=str)], float)
+        return _t_statistic(amortised[np.isfinite(amortised)], units)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fitter = fit_of(stat).fitter(with_lapse(model, stat.get("lapse_fit")))
-        fits = fitter.fit_mle(part).sort_values("subject", kind="stable")
+        fits = how.fitter(fitted).fit_mle(part).sort_values("subject", kind="stable")
     values = np.asarray(model.contrast(stat["effect"], {p: fits[p].to_numpy(float)
                                                         for p in model.parameters.names}), float)
     # a plan written before the one-sample null was recorded tested the natural-scale contrast against 0

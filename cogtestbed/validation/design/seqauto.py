@@ -62,6 +62,7 @@ from cogtestbed.validation.design.seqfair import (
     type1_check,
     type1_words,
 )
+from cogtestbed.validation.design.seqamortised import AmortisedFit, choose
 from cogtestbed.validation.design.seqfit import AUTO_FIT, SubjectFit
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
@@ -231,12 +232,14 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
               workers: int = 1, null_agent: str | None = None, null_sims: int | None = None, binding: bool = False,
               say: Callable[[str], None] | None = None, looks: Sequence[int] = LOOKS,
               families: Sequence[str] = FAMILIES, futility: Sequence[bool] = (False, True),
-              max_factor: float = MAX_FACTOR, fit: SubjectFit = AUTO_FIT) -> AutoResult:
+              max_factor: float = MAX_FACTOR, fit: SubjectFit | AmortisedFit | None = None) -> AutoResult:
     """Search looks × spending × futility × maximum size for the cheapest expected design under the
     target effect that keeps type-I error ≤ α and power ≥ ``target``, confirmed on fresh studies
     (module docstring).  ``sims`` studies under the effect and ``null_sims`` (default ``max(1000,
-    sims)``) null studies per set; every simulated subject fitted by ``fit`` (model targets: the statistic
-    the plan records for its run, :mod:`~cogtestbed.validation.design.seqfit`)."""
+    sims)``) null studies per set; every simulated subject estimated by ``fit`` (model targets: the statistic
+    the plan records for its run, :mod:`~cogtestbed.validation.design.seqfit`; None: the amortised estimator
+    where it is trained and validated for the plan, else :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`:
+    :func:`~cogtestbed.validation.design.seqamortised.choose`)."""
     from cogtestbed.timings import cpu_seconds
     from cogtestbed.validation.design.seqplan import MIN_NULL_SIMS
     from cogtestbed.validation.design.seqsim import Simulator
@@ -260,8 +263,11 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
         f"once each up to {n_top} units; every rule ({len(looks)} look counts x {len(families)} spending "
         f"functions x futility {'on/off' if len(futility) > 1 else ('on' if futility[0] else 'off')}) applied "
         "to the same studies, then the best confirmed on fresh studies")
-    sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4), fit=fit)
     null = null_spec(spec, null_agent)
+    choice: dict[str, Any] | None = None
+    if fit is None:
+        fit, choice = choose(spec, null, trials, runs, say) if isinstance(spec, PowerStudy) else (AUTO_FIT, None)
+    sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4), fit=fit)
     sim.label = "sequential search: studies under the effect"
     (eff,) = sim.run([(spec, 0, None)])
     # subjects=0: the copy must not carry the effect studies' count into its own (they were counted twice)
@@ -277,9 +283,10 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     chosen, confirmed, conf_sims = _confirm(to_confirm(passing, target, sims), spec, null, sim, null_sims, dirn,
                                             level, target, binding, fair, say, second)
     subjects += conf_sims.subjects
-    coarse = fit != SubjectFit()
-    extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs, "the coarse-start"
-                                                        if coarse else "the fixed plan's")}
+    whose = ("the amortised" if isinstance(fit, AmortisedFit) else
+             "the coarse-start" if fit != SubjectFit() else "the fixed plan's")
+    extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs, whose), "statistic": fit,
+                             "statistic_choice": choice}
     if chosen is not None:
         fcols = [col[n] for n in fixed_sizes]
         pooled = np.vstack([cal.z[:, fcols], nul.z[:, fcols]])
@@ -604,7 +611,7 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     seq = fair_payload(result, res, fair, pricer, exp, futility, binding)
     seq["auto"] = {"searched": auto.searched, "confirmed": auto.confirmed,
                    "fair_fixed": {k: v for k, v in fair.items() if k != "rows"}, "fixed_by_size": fair["rows"]}
-    record_fit(seq, spec)
+    record_fit(seq, spec, auto.extra.get("statistic") or AUTO_FIT, auto.extra.get("statistic_choice"))
     if res.chosen is not None:
         honest_figures(seq, auto, res, result, spec.level, spec.seed)
     seq["auto"]["lines"] = auto_lines(seq)
@@ -617,9 +624,11 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     return res, seq
 
 
-def record_fit(seq: dict[str, Any], spec: PlannedStudy) -> None:
-    """A model target's per-subject fit (:data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`) into the
-    design's statistic, which ``run --plan``'s looks then compute (``statistic.fit``), and its report line."""
+def record_fit(seq: dict[str, Any], spec: PlannedStudy, fit: SubjectFit | AmortisedFit = AUTO_FIT,
+               choice: Mapping[str, Any] | None = None) -> None:
+    """A model target's per-subject statistic (the amortised estimator or
+    :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`) into the design's statistic, which ``run --plan``'s
+    looks then compute (``statistic.fit``), what chose it (``auto.statistic_choice``) and its report line."""
     if not isinstance(spec, PowerStudy):
         return
     from cogtestbed.registry import get_experiment
@@ -627,11 +636,13 @@ def record_fit(seq: dict[str, Any], spec: PlannedStudy) -> None:
 
     model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
     if "statistic" in seq.get("design", {}):
-        seq["design"]["statistic"]["fit"] = AUTO_FIT.record(model)
+        seq["design"]["statistic"]["fit"] = fit.record(model)
+    whose = "amortised per-subject estimate" if isinstance(fit, AmortisedFit) else "coarse-start per-subject MLE"
     if isinstance(seq.get("note"), str):
-        seq["note"] += ("; the fixed plan's test here (and the fair comparator's) is on the coarse-start per-subject "
-                        "MLE of the design's statistic.fit")
-    seq["auto"]["fit"] = AUTO_FIT.words(model)
+        seq["note"] += f"; the fixed plan's test here (and the fair comparator's) is on the {whose} of the design's statistic.fit"
+    seq["auto"]["fit"] = fit.words(model)
+    if choice is not None:
+        seq["auto"]["statistic_choice"] = dict(choice)
 
 
 def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult, result: Any, level: float,
@@ -683,6 +694,9 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
               "for the calibration's MC error)" if level is not None else "")]
     if seq["auto"].get("fit"):
         out.append(f"  statistic: {seq['auto']['fit']}")
+    pick_stat = seq["auto"].get("statistic_choice")
+    if pick_stat:
+        out.append(f"  statistic chosen: {choice_words(pick_stat)}")
     out += [f"  note: {e}" for e in a.get("edges", [])]
     if pick is not None:
         out.append(f"  chosen: the search's #{pick + 1} of {len(conf)}, each re-calibrated on the search null studies "
@@ -714,3 +728,16 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
             out.append(f"  robustness: {r['alternative']}: {type1_words(r)}")
         out.append(f"  robustness: worst {rob['worst']['alternative']}: type-I {rob['worst']['rate']:.4f}")
     return out
+
+
+def choice_words(choice: Mapping[str, Any]) -> str:
+    """What chose the plan's per-subject statistic (``auto.statistic_choice``), in a line."""
+    d = choice.get("standardized_effect")
+    if not d:
+        return f"{choice['chosen']} ({choice.get('reason', '')})"
+    ratio = choice.get("subjects_ratio")
+    fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
+    return (f"{choice['chosen']}: standardized effect {fmt(d['amortised'])} amortised vs {fmt(d['coarse_start_mle'])} "
+            f"coarse-start MLE on {choice['validation_subjects']:,} fresh subjects"
+            + (f" (subjects needed x {ratio:.2f})" if ratio is not None else "")
+            + f"; training R2 {choice['training_r2']:.2f}; {choice['rule']}")

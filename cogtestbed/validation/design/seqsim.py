@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from cogtestbed.validation.design.seqamortised import AmortisedFit
 from cogtestbed.validation.design.seqfit import FULL_FIT, SubjectFit
 from cogtestbed.validation.design.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
 from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
@@ -123,19 +124,23 @@ def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int,
 
 
 def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None,
-                      fit: SubjectFit = FULL_FIT) -> np.ndarray:
+                      fit: SubjectFit | AmortisedFit = FULL_FIT) -> np.ndarray:
     """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids
     0..n−1) on the one-sample test's scale, less its value before the effect
     (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`); NaN for a subject
     without a valid trial (as the run's look has no estimate for it).  ``null``: the one-sample
     null when the caller has it (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`);
-    ``fit``: how each estimate is searched for (:mod:`~cogtestbed.validation.design.seqfit`)."""
+    ``fit``: how each estimate is searched for (:mod:`~cogtestbed.validation.design.seqfit`), or the amortised
+    estimator trained for the plan (:mod:`~cogtestbed.validation.design.seqamortised`: its estimates are on the
+    test's scale less the plan's null already)."""
     from cogtestbed.validation.studies.model_studies import one_sample_values
     from cogtestbed.validation.studies.study_data import fitted_model
 
     values = np.full(n, np.nan)
     if not table["valid"].any():
         return values
+    if isinstance(fit, AmortisedFit):
+        return fit.contrasts(spec, model, table, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fits = fit.fitter(fitted_model(spec, model)).fit_mle(table)
@@ -164,7 +169,7 @@ class Paths:
 
 def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
                 rule: Rule | None, seed: int, stream: int, block: int, reps: int, width: int,
-                fit: SubjectFit = FULL_FIT) -> Paths:
+                fit: SubjectFit | AmortisedFit = FULL_FIT) -> Paths:
     """``reps`` replicates of a model-effect study, extended ``width`` subjects at a time while a
     candidate of ``rule`` still runs them (``rule`` None: to ``n_top``), each subject fitted by
     ``fit``; random numbers from ``SeedSequence([seed, 7919, stream, block, step])``."""
@@ -225,7 +230,7 @@ class Simulator:
     #: is tested at every size, so no path may stop where the procedure stops)
     whole: bool = False
     #: how each simulated subject is fitted (model targets; :mod:`~cogtestbed.validation.design.seqfit`)
-    fit: SubjectFit = FULL_FIT
+    fit: SubjectFit | AmortisedFit = FULL_FIT
 
     def run(self, jobs: Sequence[tuple[PlannedStudy, int, Rule | None]]) -> list[Paths]:
         """Each job's (study, seed stream, rule) paths: ``sims`` replicates each."""

@@ -16,7 +16,7 @@ guarantees.  This module is that estimator, the simplest one that needs no code 
   subjects simulated at the plan's design and trials, at population effects :data:`TRAIN_MULTIPLES` times the
   planned one (those whose medians stay strictly inside the parameters' bounds) and between-subject SDs
   :data:`SD_FACTORS` times the plan's, seeds of their own (:func:`train`);
-* **validation and choice** (:func:`choose`): :data:`VALIDATION` fresh subjects under the plan's null and as many
+* **validation and choice** (:func:`choose_statistic`): :data:`VALIDATION` fresh subjects under the plan's null and as many
   under its effect, each estimated by the trained estimator and by ``AUTO_FIT``; the estimator is the plan's
   statistic when its standardized effect (difference of the two means over their pooled SD, what a t-test's
   power rests on) is at least :data:`EFFICIENCY` times the MLE's, so that it needs at most about 5 % more
@@ -242,7 +242,7 @@ def standardized(null: np.ndarray, effect: np.ndarray) -> float:
     return float((b.mean() - a.mean()) / sd) if sd > 0 else float("nan")
 
 
-def choose(spec: PowerStudy, null: PowerStudy, trials: int | None, runs: int,
+def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, runs: int,
            say: Callable[[str], None] | None = None) -> tuple[SubjectFit | AmortisedFit, dict[str, Any]]:
     """The plan's per-subject statistic and what chose it (plan.json's ``auto.statistic_choice``): the amortised
     estimator when it can be trained and keeps :data:`EFFICIENCY` of ``AUTO_FIT``'s standardized effect on

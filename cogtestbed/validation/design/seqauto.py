@@ -62,7 +62,7 @@ from cogtestbed.validation.design.seqfair import (
     type1_check,
     type1_words,
 )
-from cogtestbed.validation.design.seqamortised import AmortisedFit, choose
+from cogtestbed.validation.design.seqamortised import AmortisedFit, choose_statistic
 from cogtestbed.validation.design.seqfit import AUTO_FIT, SubjectFit
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
@@ -239,7 +239,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     sims)``) null studies per set; every simulated subject estimated by ``fit`` (model targets: the statistic
     the plan records for its run, :mod:`~cogtestbed.validation.design.seqfit`; None: the amortised estimator
     where it is trained and validated for the plan, else :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`:
-    :func:`~cogtestbed.validation.design.seqamortised.choose`)."""
+    :func:`~cogtestbed.validation.design.seqamortised.choose_statistic`)."""
     from cogtestbed.timings import cpu_seconds
     from cogtestbed.validation.design.seqplan import MIN_NULL_SIMS
     from cogtestbed.validation.design.seqsim import Simulator
@@ -266,7 +266,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     null = null_spec(spec, null_agent)
     choice: dict[str, Any] | None = None
     if fit is None:
-        fit, choice = choose(spec, null, trials, runs, say) if isinstance(spec, PowerStudy) else (AUTO_FIT, None)
+        fit, choice = choose_statistic(spec, null, trials, runs, say) if isinstance(spec, PowerStudy) else (AUTO_FIT, None)
     sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4), fit=fit)
     sim.label = "sequential search: studies under the effect"
     (eff,) = sim.run([(spec, 0, None)])

@@ -388,8 +388,11 @@ def _auto_guarantees(seq: dict) -> str:
     return (f"  chosen {d['spending']} {len(d['sizes'])} looks to {d['sizes'][-1]}: "
             f"fresh type-I {chk['rate']:.4f} ± {n['mc_se']:.4f} (one-sided 95% upper bound {chk['upper']:.4f}, "
             f"{chk['sims']:,} fresh null studies; <= .05: {chk['upper'] <= 0.05}), power {e['rejection_rate']:.3f} ± "
-            f"{e['mc_se']:.3f}; statistic: per-subject MLE from {fit.get('start_grid_size', 'the full')} grid points, "
-            f"{fit.get('n_starts', 'the model')} starts, at most {fit.get('max_iter', 200)} BFGS iterations each")
+            f"{e['mc_se']:.3f}; statistic: " + (
+                f"amortised estimate from the NLL at {fit['start_grid_size']} grid points"
+                if fit.get("estimator") == "amortised" else
+                f"per-subject MLE from {fit.get('start_grid_size', 'the full')} grid points, "
+                f"{fit.get('n_starts', 'the model')} starts, at most {fit.get('max_iter', 200)} BFGS iterations each"))
 
 
 def main() -> None:

@@ -5,7 +5,8 @@
 subjects; the Gaussian robustness row).  This script checks them with none of the package's sequential
 code (no ``seqplan``/``seqsim``/``seqpaths``/``seqauto``/``seqfair``): the package only generates the data
 and fits each subject (``power_parameters`` → ``simulate_model`` → ``fit_mle``: the model the plan states
-it rests on, searched as plan.json's ``statistic.fit`` records, through ``seqfit.fit_of``: issue 71); the
+it rests on, searched as plan.json's ``statistic.fit`` records, or the plan's trained amortised estimate from
+the same record, through ``seqamortised.statistic_of``: issue 71); the
 t-test at each look, the Z of its p-value, the crossing rules and the Monte-Carlo loop
 are written here, and the Gaussian check is a multivariate-normal rectangle probability (Genz's
 algorithm, ``scipy.stats.multivariate_normal.cdf``), not a simulation.
@@ -84,7 +85,7 @@ def contrasts(study: dict[str, Any], effect: float, n_top: int, block: int, reps
     the package's data layer (module docstring); ``fit``: the per-subject search the plan recorded
     (``statistic.fit``: its start grid and BFGS starts, issue 71), else the model's own."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqfit import fit_of
+    from cogtestbed.validation.design.seqamortised import AmortisedFit, statistic_of
     from cogtestbed.validation.studies.model_studies import power_parameters
     from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
     from cogtestbed.validation.studies.study_kinds import load_study
@@ -97,8 +98,13 @@ def contrasts(study: dict[str, Any], effect: float, n_top: int, block: int, reps
     param_seq, sim_seq = np.random.SeedSequence([SEED, int(effect != 0), block]).spawn(2)
     true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
     table = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, spec.runs[0])
-    fits = fit_of({"fit": fit}).fitter(model).fit_mle(table)
     values = np.full(n, np.nan)
+    how = statistic_of({"fit": fit})
+    if isinstance(how, AmortisedFit):  # the plan's trained estimate, on the test's scale less its null already
+        for key, v in how.estimates(model, table).items():
+            values[int(str(key))] = v
+        return values.reshape(reps, n_top)
+    fits = how.fitter(model).fit_mle(table)
     values[fits["subject"].to_numpy(int)] = (fits["alpha_pos"] - fits["alpha_neg"]).to_numpy(float)
     return values.reshape(reps, n_top)
 

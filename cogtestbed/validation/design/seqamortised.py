@@ -19,7 +19,7 @@ guarantees.  This module is that estimator, the simplest one that needs no code 
 * **validation and choice** (:func:`choose_statistic`): :data:`VALIDATION` fresh subjects under the plan's null and as many
   under its effect, each estimated by the trained estimator and by ``AUTO_FIT``; the estimator is the plan's
   statistic when its standardized effect (difference of the two means over their pooled SD, what a t-test's
-  power rests on) is at least :data:`EFFICIENCY` times the MLE's, so that it needs at most about 5 % more
+  power rests on) is positive and at least :data:`EFFICIENCY` times the MLE's, so that it needs at most about 5 % more
   subjects; otherwise the plan keeps ``AUTO_FIT``.  The choice uses subjects of its own, never the calibration,
   search or fresh studies, so every error rate the plan reports is still measured on studies that chose nothing.
 
@@ -163,17 +163,19 @@ def _subjects(spec: PowerStudy, model: Any, trials: int | None, runs: int, n: in
 
 
 def _feasible(spec: PowerStudy, model: Any) -> list[float]:
-    """The :data:`TRAIN_MULTIPLES` whose population keeps every median strictly inside its parameter's bounds (a
-    median on a bound, e.g. a discount rate k = 0, puts every subject's effect near −690 on a log scale)."""
-    from cogtestbed.validation.studies.model_studies import population_medians
+    """The :data:`TRAIN_MULTIPLES` whose population keeps the median of every parameter the effect moves strictly
+    inside its bounds (a median on a bound, e.g. a discount rate k = 0, puts every subject's effect near −690 on a
+    log scale; a parameter the effect does not move keeps the plan's median, on a bound or not)."""
+    from cogtestbed.validation.studies.model_studies import effect_shift, population_medians
 
+    moved = set(effect_shift(spec, model))
     out = []
     for mult in TRAIN_MULTIPLES:
         try:
             medians = population_medians(spec.model_copy(update={"effect_size": mult * float(spec.effect_size)}), model)
         except InputError:
             continue
-        if all(_inside(p.lower, p.upper, medians[p.name]) for p in model.parameters):
+        if all(_inside(p.lower, p.upper, medians[p.name]) for p in model.parameters if p.name in moved):
             out.append(mult)
     return out
 
@@ -189,6 +191,8 @@ def trainable(spec: PowerStudy) -> str | None:
 
     model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
     nodes = len(SubjectFit(GRID_POINTS, 1).fitter(model).start_grid())
+    if nodes != GRID_POINTS ** len(model.parameters):
+        return f"the model's start grid is its own ({nodes:,} points), not {GRID_POINTS} nodes a parameter"
     if nodes > MAX_NODES:
         return f"its {GRID_POINTS}-node start grid has {nodes:,} points (more than {MAX_NODES})"
     if not spec.effect_size:
@@ -270,15 +274,16 @@ def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, run
             est["amortised"].append(amortised.contrasts(spec, model, table, VALIDATION))
             est["mle"].append(subject_contrasts(spec, model, table, VALIDATION, plan_null, fit=AUTO_FIT))
     d = {k: standardized(*v) for k, v in est.items()}
-    keep = bool(math.isfinite(d["amortised"]) and math.isfinite(d["mle"]) and d["amortised"] >= EFFICIENCY * d["mle"])
+    keep = bool(math.isfinite(d["amortised"]) and math.isfinite(d["mle"]) and d["amortised"] > 0
+                and d["amortised"] >= EFFICIENCY * d["mle"])
     ratio = (d["mle"] / d["amortised"]) ** 2 if d["amortised"] and math.isfinite(d["amortised"]) else None
     choice = {"chosen": "amortised" if keep else "coarse-start MLE",
               "standardized_effect": {"amortised": _finite(d["amortised"]), "coarse_start_mle": _finite(d["mle"])},
               "subjects_ratio": _finite(ratio) if ratio is not None else None,
               "null_mean_sd": {k: _finite(_null_sd(*v)) for k, v in est.items()},
               "training_r2": r2, "training_subjects": TRAIN_SUBJECTS, "validation_subjects": 2 * VALIDATION,
-              "rule": f"amortised when its standardized effect is >= {EFFICIENCY:g} x the coarse-start MLE's on fresh "
-                      "subjects under the null and the effect (seeds of their own)"}
+              "rule": f"amortised when its standardized effect is positive and >= {EFFICIENCY:g} x the coarse-start "
+                      "MLE's on fresh subjects under the null and the effect (seeds of their own)"}
     return (amortised if keep else AUTO_FIT), choice
 
 

@@ -74,10 +74,10 @@ def _fresh(spec, n: int, part: int):  # type: ignore[no-untyped-def]
 def test_amortised_statistic_in_every_family(experiment: str, model: str) -> None:
     """Every family: trained where its 3-node start grid has at most MAX_NODES points (refused with the reason
     otherwise); on fresh subjects at the lowest, null and highest population effects it was trained at, its mean
-    estimates come in that order and its estimates correlate with the subjects' true effects (> 0.25; the plan's choice, not this test, says
-    whether it is as good as the MLE), and the record
-    plan.json keeps gives the same estimates (``statistic_of``) whatever the rows' order (WEAK families: trained and
-    recorded; the slow test checks that the plan keeps the MLE there)."""
+    estimates come in that order and its estimates correlate with the subjects' true effects (> 0.25; the plan's
+    choice, not this test, says whether it is as good as the MLE); the record plan.json keeps gives the same
+    estimates (``statistic_of``) whatever the rows' order (WEAK families: trained and recorded; the slow test
+    checks that the plan keeps the MLE there)."""
     spec = _spec(experiment, model)
     m = get_experiment(experiment).model(model)
     nodes = len(SubjectFit(GRID_POINTS, 1).fitter(m).start_grid())

@@ -16,8 +16,8 @@ guarantees.  This module is that estimator, the simplest one that needs no code 
   subjects simulated at the plan's design and trials, at population effects :data:`TRAIN_MULTIPLES` times the
   planned one (those whose medians stay strictly inside the parameters' bounds) and between-subject SDs
   :data:`SD_FACTORS` times the plan's, seeds of their own (:func:`train`);
-* **validation and choice** (:func:`choose_statistic`): :data:`VALIDATION` fresh subjects under the plan's null and as many
-  under its effect, each estimated by the trained estimator and by ``AUTO_FIT``; the estimator is the plan's
+* **validation and choice** (:func:`choose_statistic`): :data:`VALIDATION` fresh subjects under the plan's null and
+  as many under its effect, each estimated by the trained estimator and by ``AUTO_FIT``; the estimator is the plan's
   statistic when its standardized effect (difference of the two means over their pooled SD, what a t-test's
   power rests on) is positive and at least :data:`EFFICIENCY` times the MLE's, so that it needs at most about 5 % more
   subjects; otherwise the plan keeps ``AUTO_FIT``.  The choice uses subjects of its own, never the calibration,
@@ -132,19 +132,29 @@ def features(fitter: Any, table: Any, node_effects: np.ndarray) -> tuple[list[An
     """(subjects with a valid trial, their design rows) of ``table``: a constant, the normalised likelihood
     weights over ``fitter``'s start grid, the clipped log-likelihood differences and the grid mean of the effect
     (module docstring)."""
+    keys, nll = grid_nll(fitter, table)
+    return keys, design_rows(nll, node_effects)
+
+
+def grid_nll(fitter: Any, table: Any) -> tuple[list[Any], np.ndarray]:
+    """(subjects with a valid trial, their NLL at each node of ``fitter``'s start grid)."""
     grid = fitter.start_grid()
     keys, rows = [], []
     for key, d in fitter.subject_data(table).items():
         if fitter.n_observations(d):
             keys.append(key)
             rows.append(fitter.nll_many(grid, d))
-    if not rows:
-        return keys, np.empty((0, 2 * len(grid) + 2))
-    nll = np.asarray(rows, float)
+    return keys, (np.asarray(rows, float) if rows else np.empty((0, len(grid))))
+
+
+def design_rows(nll: np.ndarray, node_effects: np.ndarray) -> np.ndarray:
+    """The features of subjects whose NLL at the grid's nodes are the rows of ``nll``."""
+    if not len(nll):
+        return np.empty((0, 2 * nll.shape[1] + 2))
     ell = -(nll - np.min(nll, axis=1, keepdims=True))
     w = np.exp(ell)
     w /= w.sum(axis=1, keepdims=True)
-    return keys, np.column_stack([np.ones(len(keys)), w, np.maximum(ell, -CLIP) / CLIP, w @ node_effects])
+    return np.column_stack([np.ones(len(nll)), w, np.maximum(ell, -CLIP) / CLIP, w @ node_effects])
 
 
 def _subjects(spec: PowerStudy, model: Any, trials: int | None, runs: int, n: int,
@@ -157,8 +167,8 @@ def _subjects(spec: PowerStudy, model: Any, trials: int | None, runs: int, n: in
     exp = get_experiment(spec.experiment)
     param_seq, sim_seq = seq.spawn(2)
     true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
-    table = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design_for_trials(exp, trials, spec.design),
-                           runs)
+    design = design_for_trials(exp, trials, spec.design)
+    table = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
     return table, true
 
 
@@ -200,8 +210,10 @@ def trainable(spec: PowerStudy) -> str | None:
     return None
 
 
-def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int = TRAIN_SUBJECTS) -> tuple[AmortisedFit, float]:
-    """The estimator for ``spec``'s model, design and trials, and its training R² (module docstring)."""
+def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int | None = None,
+          workers: int = 1) -> tuple[AmortisedFit, float]:
+    """The estimator for ``spec``'s model, design and trials, and its training R² (module docstring); the training
+    populations simulated in a fork pool of ``workers`` (their random numbers are each population's own)."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.model_studies import one_sample_null, one_sample_values
     from cogtestbed.validation.studies.study_data import fitted_model
@@ -215,28 +227,57 @@ def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int = TRAIN
     multiples = _feasible(spec, model)
     if not multiples:
         raise InputError("no training population keeps the medians inside the parameters' bounds")
-    per = max(2, subjects // (len(multiples) * len(SD_FACTORS)))
-    batches = []
-    for j, mult in enumerate(multiples):
-        for k, factor in enumerate(SD_FACTORS):
-            part = spec.model_copy(update={"effect_size": mult * float(spec.effect_size),
-                                           "sd_between": spec.sd_between * factor})
-            table, true = _subjects(part, model, trials, runs, per, np.random.SeedSequence([spec.seed, SEED_TAG, 0, j, k]))
-            batches.append((table, np.asarray(one_sample_values(part, model, true, null), float)))
+    per = max(2, (TRAIN_SUBJECTS if subjects is None else subjects) // (len(multiples) * len(SD_FACTORS)))
+    calls = [(spec.model_dump_json(), mult, factor, trials, runs, per, null, j, k)
+             for j, mult in enumerate(multiples) for k, factor in enumerate(SD_FACTORS)]
+    batches = _in_pool(_training_batch, calls, workers)
     truths = np.concatenate([y for _, y in batches])
     lo, hi = np.quantile(truths[np.isfinite(truths)], [0.001, 0.999])
     nodes = np.clip(np.nan_to_num(nodes, nan=0.0, posinf=hi, neginf=lo), lo, hi)
-    xs, ys = [], []
-    for table, y in batches:
-        keys, x = features(fitter, table, nodes)
-        yk = y[[int(str(k)) for k in keys]]
-        keep = np.isfinite(x).all(axis=1) & np.isfinite(yk)
-        xs.append(x[keep])
-        ys.append(yk[keep])
-    x, y = np.vstack(xs), np.concatenate(ys)
+    x = np.vstack([design_rows(nll, nodes) for nll, _ in batches])
+    y = np.concatenate([y for _, y in batches])
+    keep = np.isfinite(x).all(axis=1) & np.isfinite(y)
+    x, y = x[keep], y[keep]
     beta = np.linalg.solve(x.T @ x + RIDGE * len(y) * np.eye(x.shape[1]), x.T @ y)
     r2 = float(1 - np.var(y - x @ beta) / np.var(y))
     return AmortisedFit(GRID_POINTS, tuple(float(b) for b in beta), tuple(float(c) for c in nodes)), r2
+
+
+def _training_batch(spec_json: str, mult: float, factor: float, trials: int | None, runs: int, per: int, null: float,
+                    j: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """One training population's (NLL at the grid's nodes, true effect) of its subjects with a valid trial."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import one_sample_values
+    from cogtestbed.validation.studies.study_data import fitted_model
+    from cogtestbed.validation.studies.study_kinds import load_study
+
+    spec = load_study(spec_json)
+    assert isinstance(spec, PowerStudy)
+    model = get_experiment(spec.experiment).model(spec.models[0])
+    part = spec.model_copy(update={"effect_size": mult * float(spec.effect_size),
+                                   "sd_between": spec.sd_between * factor})
+    table, true = _subjects(part, model, trials, runs, per, np.random.SeedSequence([spec.seed, SEED_TAG, 0, j, k]))
+    y = np.asarray(one_sample_values(part, model, true, null), float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        keys, nll = grid_nll(SubjectFit(GRID_POINTS, 1).fitter(fitted_model(spec, model)), table)
+    return nll, y[[int(str(key)) for key in keys]]
+
+
+def _in_pool(fn: Callable[..., Any], calls: list[tuple[Any, ...]], workers: int) -> list[Any]:
+    """``fn`` of each call's arguments, in order: here, or in a fork pool of ``workers``."""
+    if workers <= 1 or len(calls) < 2:
+        return [fn(*args) for args in calls]
+    from cogtestbed.validation.studies.driver import fork_pool, stop_pool
+
+    pool = fork_pool(min(workers, len(calls)))
+    try:
+        out = [f.result() for f in [pool.submit(fn, *args) for args in calls]]
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+    return out
 
 
 def standardized(null: np.ndarray, effect: np.ndarray) -> float:
@@ -247,32 +288,25 @@ def standardized(null: np.ndarray, effect: np.ndarray) -> float:
 
 
 def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, runs: int,
-           say: Callable[[str], None] | None = None) -> tuple[SubjectFit | AmortisedFit, dict[str, Any]]:
+                     say: Callable[[str], None] | None = None,
+                     workers: int = 1) -> tuple[SubjectFit | AmortisedFit, dict[str, Any]]:
     """The plan's per-subject statistic and what chose it (plan.json's ``auto.statistic_choice``): the amortised
     estimator when it can be trained and keeps :data:`EFFICIENCY` of ``AUTO_FIT``'s standardized effect on
-    :data:`VALIDATION` fresh subjects under ``null`` and as many under ``spec``; otherwise ``AUTO_FIT``."""
-    from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqsim import subject_contrasts
-    from cogtestbed.validation.studies.model_studies import one_sample_null
-
+    :data:`VALIDATION` fresh subjects under ``null`` and as many under ``spec``; otherwise ``AUTO_FIT`` (training
+    and validation in a fork pool of ``workers``)."""
     why = trainable(spec)
     if why is not None:
         return AUTO_FIT, {"chosen": "coarse-start MLE", "reason": f"no amortised estimator: {why}"}
     (say or (lambda _m: None))(f"sequential (--looks auto): training an amortised statistic on {TRAIN_SUBJECTS:,} "
                                f"simulated subjects, validated on 2 x {VALIDATION} against the coarse-start MLE")
     try:
-        amortised, r2 = train(spec, trials, runs)
+        amortised, r2 = train(spec, trials, runs, workers=workers)
     except InputError as err:
         return AUTO_FIT, {"chosen": "coarse-start MLE", "reason": f"no amortised estimator: {err}"}
-    model = get_experiment(spec.experiment).model(spec.models[0])
-    plan_null = one_sample_null(spec, model)
-    est: dict[str, list[np.ndarray]] = {"amortised": [], "mle": []}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for part, which in ((null, 1), (spec, 2)):
-            table, _ = _subjects(part, model, trials, runs, VALIDATION, np.random.SeedSequence([spec.seed, SEED_TAG, which]))
-            est["amortised"].append(amortised.contrasts(spec, model, table, VALIDATION))
-            est["mle"].append(subject_contrasts(spec, model, table, VALIDATION, plan_null, fit=AUTO_FIT))
+    calls = [(spec.model_dump_json(), part.model_dump_json(), amortised, trials, runs, which)
+             for part, which in ((null, 1), (spec, 2))]
+    sets = _in_pool(_validation_set, calls, workers)
+    est = {"amortised": [a for a, _ in sets], "mle": [m for _, m in sets]}
     d = {k: standardized(*v) for k, v in est.items()}
     keep = bool(math.isfinite(d["amortised"]) and math.isfinite(d["mle"]) and d["amortised"] > 0
                 and d["amortised"] >= EFFICIENCY * d["mle"])
@@ -280,11 +314,30 @@ def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, run
     choice = {"chosen": "amortised" if keep else "coarse-start MLE",
               "standardized_effect": {"amortised": _finite(d["amortised"]), "coarse_start_mle": _finite(d["mle"])},
               "subjects_ratio": _finite(ratio) if ratio is not None else None,
-              "null_mean_sd": {k: _finite(_null_sd(*v)) for k, v in est.items()},
+              "null_mean_sd": {"amortised": _finite(_null_sd(*est["amortised"])),
+                               "coarse_start_mle": _finite(_null_sd(*est["mle"]))},
               "training_r2": r2, "training_subjects": TRAIN_SUBJECTS, "validation_subjects": 2 * VALIDATION,
               "rule": f"amortised when its standardized effect is positive and >= {EFFICIENCY:g} x the coarse-start "
                       "MLE's on fresh subjects under the null and the effect (seeds of their own)"}
     return (amortised if keep else AUTO_FIT), choice
+
+
+def _validation_set(spec_json: str, part_json: str, amortised: AmortisedFit, trials: int | None, runs: int,
+                    which: int) -> tuple[np.ndarray, np.ndarray]:
+    """(amortised, coarse-start MLE) estimates of :data:`VALIDATION` fresh subjects drawn as ``part`` draws them."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.seqsim import subject_contrasts
+    from cogtestbed.validation.studies.model_studies import one_sample_null
+    from cogtestbed.validation.studies.study_kinds import load_study
+
+    spec, part = load_study(spec_json), load_study(part_json)
+    assert isinstance(spec, PowerStudy) and isinstance(part, PowerStudy)
+    model = get_experiment(spec.experiment).model(spec.models[0])
+    table, _ = _subjects(part, model, trials, runs, VALIDATION, np.random.SeedSequence([spec.seed, SEED_TAG, which]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return (amortised.contrasts(spec, model, table, VALIDATION),
+                subject_contrasts(spec, model, table, VALIDATION, one_sample_null(spec, model), fit=AUTO_FIT))
 
 
 def _null_sd(null: np.ndarray, effect: np.ndarray) -> float:

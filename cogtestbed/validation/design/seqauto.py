@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
+from cogtestbed.validation.design.seqamortised import AmortisedFit, choose_statistic
 from cogtestbed.validation.design.seqfair import (
     FIXED_MIN_FACTOR,
     assumptions,
@@ -62,7 +63,6 @@ from cogtestbed.validation.design.seqfair import (
     type1_check,
     type1_words,
 )
-from cogtestbed.validation.design.seqamortised import AmortisedFit, choose_statistic
 from cogtestbed.validation.design.seqfit import AUTO_FIT, SubjectFit
 from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
 from cogtestbed.validation.design.seqplan import (
@@ -266,7 +266,8 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     null = null_spec(spec, null_agent)
     choice: dict[str, Any] | None = None
     if fit is None:
-        fit, choice = choose_statistic(spec, null, trials, runs, say) if isinstance(spec, PowerStudy) else (AUTO_FIT, None)
+        fit, choice = (choose_statistic(spec, null, trials, runs, say, workers)
+                       if isinstance(spec, PowerStudy) and isinstance(null, PowerStudy) else (AUTO_FIT, None))
     sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4), fit=fit)
     sim.label = "sequential search: studies under the effect"
     (eff,) = sim.run([(spec, 0, None)])
@@ -639,7 +640,8 @@ def record_fit(seq: dict[str, Any], spec: PlannedStudy, fit: SubjectFit | Amorti
         seq["design"]["statistic"]["fit"] = fit.record(model)
     whose = "amortised per-subject estimate" if isinstance(fit, AmortisedFit) else "coarse-start per-subject MLE"
     if isinstance(seq.get("note"), str):
-        seq["note"] += f"; the fixed plan's test here (and the fair comparator's) is on the {whose} of the design's statistic.fit"
+        seq["note"] += (f"; the fixed plan's test here (and the fair comparator's) is on the {whose} of the design's "
+                        "statistic.fit")
     seq["auto"]["fit"] = fit.words(model)
     if choice is not None:
         seq["auto"]["statistic_choice"] = dict(choice)
@@ -736,7 +738,10 @@ def choice_words(choice: Mapping[str, Any]) -> str:
     if not d:
         return f"{choice['chosen']} ({choice.get('reason', '')})"
     ratio = choice.get("subjects_ratio")
-    fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")
+
+    def fmt(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.3f}"
+
     return (f"{choice['chosen']}: standardized effect {fmt(d['amortised'])} amortised vs {fmt(d['coarse_start_mle'])} "
             f"coarse-start MLE on {choice['validation_subjects']:,} fresh subjects"
             + (f" (subjects needed x {ratio:.2f})" if ratio is not None else "")

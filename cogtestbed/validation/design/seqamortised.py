@@ -215,6 +215,7 @@ def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int | None 
     """The estimator for ``spec``'s model, design and trials, and its training R² (module docstring); the training
     populations simulated in a fork pool of ``workers`` (their random numbers are each population's own)."""
     from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.driver import map_forked
     from cogtestbed.validation.studies.model_studies import one_sample_null, one_sample_values
     from cogtestbed.validation.studies.study_data import fitted_model
 
@@ -230,7 +231,7 @@ def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int | None 
     per = max(2, (TRAIN_SUBJECTS if subjects is None else subjects) // (len(multiples) * len(SD_FACTORS)))
     calls = [(spec.model_dump_json(), mult, factor, trials, runs, per, null, j, k)
              for j, mult in enumerate(multiples) for k, factor in enumerate(SD_FACTORS)]
-    batches = _in_pool(_training_batch, calls, workers)
+    batches = map_forked(_training_batch, calls, workers)
     truths = np.concatenate([y for _, y in batches])
     lo, hi = np.quantile(truths[np.isfinite(truths)], [0.001, 0.999])
     nodes = np.clip(np.nan_to_num(nodes, nan=0.0, posinf=hi, neginf=lo), lo, hi)
@@ -264,22 +265,6 @@ def _training_batch(spec_json: str, mult: float, factor: float, trials: int | No
     return nll, y[[int(str(key)) for key in keys]]
 
 
-def _in_pool(fn: Callable[..., Any], calls: list[tuple[Any, ...]], workers: int) -> list[Any]:
-    """``fn`` of each call's arguments, in order: here, or in a fork pool of ``workers``."""
-    if workers <= 1 or len(calls) < 2:
-        return [fn(*args) for args in calls]
-    from cogtestbed.validation.studies.driver import fork_pool, stop_pool
-
-    pool = fork_pool(min(workers, len(calls)))
-    try:
-        out = [f.result() for f in [pool.submit(fn, *args) for args in calls]]
-    except BaseException:
-        stop_pool(pool)
-        raise
-    pool.shutdown(wait=True)
-    return out
-
-
 def standardized(null: np.ndarray, effect: np.ndarray) -> float:
     """Difference of the two sets' means over their pooled SD (NaN estimates left out)."""
     a, b = null[np.isfinite(null)], effect[np.isfinite(effect)]
@@ -294,6 +279,8 @@ def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, run
     estimator when it can be trained and keeps :data:`EFFICIENCY` of ``AUTO_FIT``'s standardized effect on
     :data:`VALIDATION` fresh subjects under ``null`` and as many under ``spec``; otherwise ``AUTO_FIT`` (training
     and validation in a fork pool of ``workers``)."""
+    from cogtestbed.validation.studies.driver import map_forked
+
     why = trainable(spec)
     if why is not None:
         return AUTO_FIT, {"chosen": "coarse-start MLE", "reason": f"no amortised estimator: {why}"}
@@ -305,7 +292,7 @@ def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, run
         return AUTO_FIT, {"chosen": "coarse-start MLE", "reason": f"no amortised estimator: {err}"}
     calls = [(spec.model_dump_json(), part.model_dump_json(), amortised, trials, runs, which)
              for part, which in ((null, 1), (spec, 2))]
-    sets = _in_pool(_validation_set, calls, workers)
+    sets = map_forked(_validation_set, calls, workers)
     est = {"amortised": [a for a, _ in sets], "mle": [m for _, m in sets]}
     d = {k: standardized(*v) for k, v in est.items()}
     keep = bool(math.isfinite(d["amortised"]) and math.isfinite(d["mle"]) and d["amortised"] > 0

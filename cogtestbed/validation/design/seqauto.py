@@ -294,7 +294,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
         say("sequential (--looks auto): the fixed comparator's size at the chosen design's measured type-I error "
             "(a probit power curve with a bootstrap interval)")
         smooth = smoothed_comparator(eff.z[:, fcols], pooled, fixed_sizes, dirn, max(chosen.null.rate, 1e-4), target,
-                                     spec.seed)
+                                     spec.seed, workers=workers)
         smooth["fresh_type1"] = _comparator_fresh(smooth, conf_sims.c_fixed, fixed_sizes, dirn, level)
         smooth["paths"] = {"effect": eff.z[:, fcols], "null": pooled}  # the joint resampling's (not in plan.json)
         fair["smoothed"] = smooth
@@ -614,7 +614,7 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
                    "fair_fixed": {k: v for k, v in fair.items() if k != "rows"}, "fixed_by_size": fair["rows"]}
     record_fit(seq, spec, auto.extra.get("statistic") or AUTO_FIT, auto.extra.get("statistic_choice"))
     if res.chosen is not None:
-        honest_figures(seq, auto, res, result, spec.level, spec.seed)
+        honest_figures(seq, auto, res, result, spec.level, spec.seed, workers)
     seq["auto"]["lines"] = auto_lines(seq)
     if res.chosen is None:
         seq["reason"] = (f"none of the {auto.searched['passing']} rules meeting alpha and power on the search's "
@@ -648,7 +648,7 @@ def record_fit(seq: dict[str, Any], spec: PlannedStudy, fit: SubjectFit | Amorti
 
 
 def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult, result: Any, level: float,
-                   seed: int) -> None:
+                   seed: int, workers: int = 1) -> None:
     """Issue 47's figures into the ``sequential`` section: the fresh type-I error with its upper bound
     (``null.type1_check``), the saving as an estimate with its interval against the smoothed comparator
     at the sequential design's measured level (``saving.estimate``; costs linear in units, per unit the
@@ -669,7 +669,7 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
     est = saving_estimate(smooth, unit_cost, [money(c) for c in res.chosen.cost], res.chosen.effect.stop_look, seed)
     joint = joint_saving(smooth["paths"], res.chosen.null.rejected, res.chosen.effect.stop_look,
                          [money(c) for c in res.chosen.cost], unit_cost, smooth["sizes"], direction(result.spec),
-                         level, result.target, seed)
+                         level, result.target, seed, workers=workers)
     est = {**est, "interval": joint["at_level"]["interval"], "interval_method": joint["method"],
            "effect_only_interval": est["interval"]}
     seq["saving"]["estimate"] = {**est, "fixed_type1": smooth.get("fresh_type1"), "method": smooth["method"],

@@ -169,13 +169,13 @@ def _size_at(a: float, b: float, target: float) -> float:
 
 
 def smoothed_comparator(eff_z: np.ndarray, null_z: np.ndarray, sizes: Sequence[int], dirn: float, level: float,
-                        target: float, seed: int = 0, boot: int = BOOT) -> dict[str, Any]:
+                        target: float, seed: int = 0, boot: int = BOOT, workers: int = 1) -> dict[str, Any]:
     """The fixed comparator's size as an estimate (issue 47 item 2): the fixed test at every size
     ``sizes`` (columns of the paths) with its critical values calibrated on ``null_z`` to ``level``
     (the sequential design's measured type-I error), its power on the effect paths ``eff_z``
     smoothed by a monotone probit curve in √n (:func:`_probit_fit`), and the size where the curve
     reaches ``target``, with a percentile bootstrap interval over the effect studies (``boot``
-    replicates; the null paths' calibration is held fixed)."""
+    replicates, their probit fits in a fork pool of ``workers``; the null paths' calibration is held fixed)."""
     sizes_a = np.asarray(sizes, int)
     crit, other = critical_at(null_z, dirn, level)
     hit = np.stack([toward(eff_z[:, i], dirn) >= crit[i] for i in range(sizes_a.size)], axis=1)
@@ -184,7 +184,7 @@ def smoothed_comparator(eff_z: np.ndarray, null_z: np.ndarray, sizes: Sequence[i
     n_star = _size_at(a, b, target)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 47]))
     weights = rng.multinomial(reps, np.full(reps, 1 / reps), size=boot)
-    boot_n = np.array([_size_at(*_probit_fit(sizes_a, w @ hit, reps), target) for w in weights])
+    boot_n = curve_sizes(sizes_a, weights @ hit, reps, target, workers)
     lo, hi = np.percentile(boot_n, [2.5, 97.5])
     return {"level": level, "size": n_star, "interval": [float(lo), float(hi)], "probit": [a, b],
             "sizes": [int(n) for n in sizes_a], "power": [float(v) for v in hit.mean(axis=0)],
@@ -218,16 +218,33 @@ def saving_estimate(smooth: Mapping[str, Any], unit_cost: float, look_costs: Seq
             "fixed_size_interval": smooth["interval"], "level": smooth["level"]}
 
 
-def _curve_size(eff_z: np.ndarray, crit: np.ndarray, sizes: np.ndarray, dirn: float, target: float) -> float:
-    """The size where the probit power curve of the fixed test (critical values ``crit`` per size)
-    on the effect paths ``eff_z`` reaches ``target``."""
-    hit = toward(eff_z, dirn) >= crit[None, :]
-    return _size_at(*_probit_fit(sizes, hit.sum(axis=0), hit.shape[0]), target)
+def _hits(eff_z: np.ndarray, crit: np.ndarray, dirn: float) -> np.ndarray:
+    """Per size, the effect paths ``eff_z`` on which the fixed test (critical values ``crit`` per size) rejects."""
+    return np.asarray((toward(eff_z, dirn) >= crit[None, :]).sum(axis=0))
+
+
+def curve_sizes(sizes: np.ndarray, hits: np.ndarray, reps: int, target: float, workers: int = 1) -> np.ndarray:
+    """Per row of ``hits`` (rejections of ``reps`` studies at each size), the size where its probit power curve
+    (:func:`_probit_fit`) reaches ``target``; the rows' fits split over a fork pool of ``workers`` (a plan's
+    bootstraps fit about 1,200 curves)."""
+    from cogtestbed.validation.studies.driver import map_forked
+
+    rows = np.asarray(hits)
+    parts = [rows[i::workers] for i in range(max(1, workers))] if workers > 1 else [rows]
+    done = map_forked(_curve_rows, [(sizes, p, reps, target) for p in parts], workers)
+    out = np.empty(len(rows))
+    for i, got in enumerate(done):
+        out[i::len(done)] = got
+    return out
+
+
+def _curve_rows(sizes: np.ndarray, hits: np.ndarray, reps: int, target: float) -> np.ndarray:
+    return np.array([_size_at(*_probit_fit(sizes, h, reps), target) for h in hits])
 
 
 def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, stop_look: np.ndarray,
                  look_costs: Sequence[float], unit_cost: float, sizes: Sequence[int], dirn: float, alpha: float,
-                 target: float, seed: int = 0, boot: int = BOOT) -> dict[str, Any]:
+                 target: float, seed: int = 0, boot: int = BOOT, workers: int = 1) -> dict[str, Any]:
     """The saving's intervals from a joint resampling of every set of studies (issue 68 item 3): in
     each of ``boot`` replicates the fresh null studies (the sequential design's measured level), the
     comparator's null studies (``paths["null"]``: its critical values at that level), the effect
@@ -236,38 +253,39 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
     together and every figure recomputed; 95 % percentile intervals.  Two savings: against the fixed
     test at the sequential design's measured level (``at_level``) and against the fixed plan a
     researcher would run, the fixed test at nominal ``alpha`` (``nominal``: its critical value
-    z_{1−α/2}, its size from the same probit curve)."""
+    z_{1−α/2}, its size from the same probit curve); the replicates' probit fits in a fork pool of ``workers``."""
     eff, null = np.asarray(paths["effect"], float), np.asarray(paths["null"], float)
     rejected, stop = np.asarray(fresh_rejected, bool), np.asarray(stop_look, int)
     costs, sizes_a = np.asarray(look_costs, float), np.asarray(sizes, int)
     z_nom = float(stats.norm.isf(alpha / 2 if dirn else alpha))
     nominal = np.full(sizes_a.size, z_nom)
 
-    def figures(e: np.ndarray, n0: np.ndarray, rej: np.ndarray, st: np.ndarray) -> tuple[float, float, float]:
-        level = max(float(rej.mean()), 1e-4)
-        crit, _ = critical_at(n0, dirn, level)
-        exp_cost = float(costs[st].mean())
-        n_level = _curve_size(e, crit, sizes_a, dirn, target)
-        n_nominal = _curve_size(e, nominal, sizes_a, dirn, target)
-        return (100 * (1 - exp_cost / (n_level * unit_cost)), 100 * (1 - exp_cost / (n_nominal * unit_cost)),
-                n_nominal)
+    def counts(e: np.ndarray, n0: np.ndarray, rej: np.ndarray, st: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """(expected cost, the fixed test's rejections per size at the measured level and at nominal alpha)."""
+        crit, _ = critical_at(n0, dirn, max(float(rej.mean()), 1e-4))
+        return float(costs[st].mean()), _hits(e, crit, dirn), _hits(e, nominal, dirn)
 
-    at_level, at_nominal, n_nominal = figures(eff, null, rejected, stop)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 6868]))
-    reps = []
+    sets = [counts(eff, null, rejected, stop)]
     for _ in range(boot):
-        reps.append(figures(eff[rng.integers(len(eff), size=len(eff))], null[rng.integers(len(null), size=len(null))],
-                            rejected[rng.integers(rejected.size, size=rejected.size)],
-                            stop[rng.integers(stop.size, size=stop.size)]))
-    arr = np.asarray(reps)
+        sets.append(counts(eff[rng.integers(len(eff), size=len(eff))], null[rng.integers(len(null), size=len(null))],
+                           rejected[rng.integers(rejected.size, size=rejected.size)],
+                           stop[rng.integers(stop.size, size=stop.size)]))
+    exp_cost = np.array([c for c, _, _ in sets])
+    n_fit = curve_sizes(sizes_a, np.array([h for _, a, b in sets for h in (a, b)]), len(eff), target, workers)
+    n_level, n_nominal = n_fit[0::2], n_fit[1::2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        figs = np.column_stack([100 * (1 - exp_cost / (n_level * unit_cost)),
+                                100 * (1 - exp_cost / (n_nominal * unit_cost)), n_nominal])
+    (at_level, at_nominal, n_nominal0), arr = figs[0], figs[1:]
     ok = np.isfinite(arr).all(axis=1)
     lo, hi = np.percentile(arr[ok], [2.5, 97.5], axis=0) if ok.any() else (np.full(3, np.nan),) * 2
     method = (f"joint percentile bootstrap ({boot} replicates): fresh null studies (the sequential level), the "
               "comparator's null studies (its critical values), the effect studies (power curve, comparator size) "
               "and the fresh effect studies (expected cost) resampled together, every figure recomputed")
-    return {"at_level": {"percent": at_level, "interval": [float(lo[0]), float(hi[0])]},
-            "nominal": {"percent": at_nominal, "interval": [float(lo[1]), float(hi[1])], "alpha": alpha,
-                        "critical": z_nom, "fixed_size": n_nominal,
+    return {"at_level": {"percent": float(at_level), "interval": [float(lo[0]), float(hi[0])]},
+            "nominal": {"percent": float(at_nominal), "interval": [float(lo[1]), float(hi[1])], "alpha": alpha,
+                        "critical": z_nom, "fixed_size": float(n_nominal0),
                         "fixed_size_interval": [float(lo[2]), float(hi[2])]},
             "replicates": int(ok.sum()), "method": method}
 

@@ -406,6 +406,21 @@ def stop_pool(pool: ProcessPoolExecutor) -> None:
         manager.join(timeout=5)
 
 
+def map_forked(fn: Callable[..., Any], calls: list[tuple[Any, ...]], workers: int) -> list[Any]:
+    """``fn`` of each call's arguments, in the calls' order: in this process where ``workers`` ≤ 1 or there is one
+    call, else in a fork pool of ``workers`` (:func:`fork_pool`; ended at once on an error or interrupt)."""
+    if workers <= 1 or len(calls) < 2:
+        return [fn(*args) for args in calls]
+    pool = fork_pool(min(workers, len(calls)))
+    try:
+        out = [f.result() for f in [pool.submit(fn, *args) for args in calls]]
+    except BaseException:
+        stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+    return out
+
+
 def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
               tick: Callable[[int], None]) -> list[pd.DataFrame]:
     # The first task runs here before the pool starts, so every compiled (or cache-loaded)

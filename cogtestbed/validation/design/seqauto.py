@@ -129,9 +129,23 @@ class Scored:
 
 
 def shapes(level: float, target: float, looks: Sequence[int] = LOOKS, families: Sequence[str] = FAMILIES,
-           futility: Sequence[bool] = (False, True)) -> list[Shape]:
-    """Every rule's analytic bounds at the planned fractions k/K (sizes are placeholders)."""
-    return [_shape(k, fam, fut, level, target) for k in looks for fam in families for fut in futility]
+           futility: Sequence[bool] = (False, True), workers: int = 1) -> list[Shape]:
+    """Every rule's analytic bounds at the planned fractions k/K (sizes are placeholders), split over a fork pool
+    of ``workers`` (each rule's bounds are its own: the same list in the same order)."""
+    from cogtestbed.validation.studies.driver import map_forked
+
+    combos = [(k, fam, fut, level, target) for k in looks for fam in families for fut in futility]
+    if workers <= 1:
+        return [_shape(*c) for c in combos]
+    parts = map_forked(_shapes_of, [(combos[i::workers],) for i in range(workers)], workers)
+    out: list[Shape] = [None] * len(combos)  # type: ignore[list-item]
+    for i, part in enumerate(parts):
+        out[i::workers] = part
+    return out
+
+
+def _shapes_of(combos: Sequence[tuple[int, str, bool, float, float]]) -> list[Shape]:
+    return [_shape(*c) for c in combos]
 
 
 @functools.lru_cache(maxsize=512)
@@ -276,7 +290,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
                                label="sequential search: calibration and search null studies")
     cal, nul = nsim.run([(null, 1, None), (null, 0, None)])
     found = search(eff, cal, nul, sizes, maxima, fixed_sizes, lo, level, target, dirn, binding, looks, families,
-                   futility)
+                   futility, workers)
     passing, fair, searched = found.passing, found.fair, found.searched
     subjects = sim.subjects + nsim.subjects
     col = {n: i for i, n in enumerate(sizes)}
@@ -284,8 +298,8 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     chosen, confirmed, conf_sims = _confirm(to_confirm(passing, target, sims), spec, null, sim, null_sims, dirn,
                                             level, target, binding, fair, say, second)
     subjects += conf_sims.subjects
-    whose = ("the amortised" if isinstance(fit, AmortisedFit) else
-             "the coarse-start" if fit != SubjectFit() else "the fixed plan's")
+    whose = ("amortised per-subject estimates" if isinstance(fit, AmortisedFit) else
+             "coarse-start per-subject MLEs" if fit != SubjectFit() else "the fixed plan's per-subject MLEs")
     extra: dict[str, Any] = {"assumptions": assumptions(spec, trials, runs, whose), "statistic": fit,
                              "statistic_choice": choice}
     if chosen is not None:
@@ -395,10 +409,11 @@ class Search:
 
 def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[int], fixed_sizes: Sequence[int],
            lo: int, level: float, target: float, dirn: float, binding: bool, looks: Sequence[int] = LOOKS,
-           families: Sequence[str] = FAMILIES, futility: Sequence[bool] = (False, True)) -> Search:
+           families: Sequence[str] = FAMILIES, futility: Sequence[bool] = (False, True), workers: int = 1) -> Search:
     """Every rule applied to whole paths (``eff``, ``cal``, ``nul``: objects with ``z`` and ``est``
     arrays, replicates × ``sizes``): the maximum sizes ``maxima`` from ``lo`` (or from
-    :data:`MIN_FACTOR` times the fair fixed size, if lower); the fair fixed comparator at ``fixed_sizes``."""
+    :data:`MIN_FACTOR` times the fair fixed size, if lower); the fair fixed comparator at ``fixed_sizes``; the
+    rules' bounds computed on ``workers`` processes."""
     col = {n: i for i, n in enumerate(sizes)}
     fixed_cols = [col[n] for n in fixed_sizes]
     cal_level = calibration_level(level, int(cal.z.shape[0]))
@@ -407,7 +422,7 @@ def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[
     if fair["chosen"] is not None:  # the maxima reach down to MIN_FACTOR times the fair fixed size too
         lo = max(4, min(lo, math.floor(MIN_FACTOR * fair["chosen"]["size"])))
     lo_fixed = fixed_sizes[0]
-    shape_list = shapes(cal_level, target, looks, families, futility)
+    shape_list = shapes(cal_level, target, looks, families, futility, workers)
     scored = score_all(shape_list, [m for m in maxima if m >= lo], col, eff, cal, nul, dirn, cal_level, binding)
     # selection-honest (issue 47): rules are calibrated on ``cal`` and chosen by power and cost alone; the
     # search null studies ``nul`` choose nothing (the chosen rule is re-calibrated on them, then measured on
@@ -638,6 +653,8 @@ def record_fit(seq: dict[str, Any], spec: PlannedStudy, fit: SubjectFit | Amorti
     model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
     if "statistic" in seq.get("design", {}):
         seq["design"]["statistic"]["fit"] = fit.record(model)
+        if isinstance(fit, AmortisedFit):
+            seq["design"]["statistic"]["test"] = "two-sided one-sample t-test on per-subject amortised estimates"
     whose = "amortised per-subject estimate" if isinstance(fit, AmortisedFit) else "coarse-start per-subject MLE"
     if isinstance(seq.get("note"), str):
         seq["note"] += (f"; the fixed plan's test here (and the fair comparator's) is on the {whose} of the design's "

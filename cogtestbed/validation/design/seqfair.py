@@ -260,17 +260,17 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
     z_nom = float(stats.norm.isf(alpha / 2 if dirn else alpha))
     nominal = np.full(sizes_a.size, z_nom)
 
-    def counts(e: np.ndarray, n0: np.ndarray, rej: np.ndarray, st: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        """(expected cost, the fixed test's rejections per size at the measured level and at nominal alpha)."""
-        crit, _ = critical_at(n0, dirn, max(float(rej.mean()), 1e-4))
-        return float(costs[st].mean()), _hits(e, crit, dirn), _hits(e, nominal, dirn)
-
     rng = np.random.default_rng(np.random.SeedSequence([seed, 6868]))
-    sets = [counts(eff, null, rejected, stop)]
-    for _ in range(boot):
-        sets.append(counts(eff[rng.integers(len(eff), size=len(eff))], null[rng.integers(len(null), size=len(null))],
-                           rejected[rng.integers(rejected.size, size=rejected.size)],
-                           stop[rng.integers(stop.size, size=stop.size)]))
+    draws = [None] + [(rng.integers(len(eff), size=len(eff)), rng.integers(len(null), size=len(null)),
+                       rng.integers(rejected.size, size=rejected.size), rng.integers(stop.size, size=stop.size))
+                      for _ in range(boot)]
+    from cogtestbed.validation.studies.driver import map_forked
+
+    parts = map_forked(_joint_counts, [(eff, null, rejected, stop, costs, nominal, dirn, draws[i::max(1, workers)])
+                                       for i in range(max(1, workers))], workers)
+    sets: list[Any] = [None] * len(draws)
+    for i, part in enumerate(parts):
+        sets[i::len(parts)] = part
     exp_cost = np.array([c for c, _, _ in sets])
     n_fit = curve_sizes(sizes_a, np.array([h for _, a, b in sets for h in (a, b)]), len(eff), target, workers)
     n_level, n_nominal = n_fit[0::2], n_fit[1::2]
@@ -290,10 +290,24 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
             "replicates": int(ok.sum()), "method": method}
 
 
-def assumptions(spec: PlannedStudy, trials: int | None, runs: int, fit: str = "the fixed plan's") -> list[str]:
+def _joint_counts(eff: np.ndarray, null: np.ndarray, rejected: np.ndarray, stop: np.ndarray, costs: np.ndarray,
+                  nominal: np.ndarray, dirn: float, draws: Sequence[Any]) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Per replicate of :func:`joint_saving` (its resampling indices; None: the studies as drawn): the sequential
+    design's expected cost and the fixed test's rejections per size at the measured level and at nominal alpha."""
+    out = []
+    for d in draws:
+        e, n0, rej, st = (eff, null, rejected, stop) if d is None else (eff[d[0]], null[d[1]], rejected[d[2]],
+                                                                        stop[d[3]])
+        crit, _ = critical_at(n0, dirn, max(float(rej.mean()), 1e-4))
+        out.append((float(costs[st].mean()), _hits(e, crit, dirn), _hits(e, nominal, dirn)))
+    return out
+
+
+def assumptions(spec: PlannedStudy, trials: int | None, runs: int,
+                fit: str = "the fixed plan's per-subject MLEs") -> list[str]:
     """The data-generating model every simulated calibration of this plan rests on (issue 47 item 3):
-    the bounds' level holds for studies drawn from it, not in general (``fit``: whose per-subject MLE
-    the look statistic uses)."""
+    the bounds' level holds for studies drawn from it, not in general (``fit``: the per-subject estimate the look
+    statistic's t-test is on)."""
     out = []
     if isinstance(spec, PowerStudy):
         lapse = spec.lapse
@@ -301,8 +315,8 @@ def assumptions(spec: PlannedStudy, trials: int | None, runs: int, fit: str = "t
         out.append("lapses: " + (f"invalid {lapse.invalid:g}, random {lapse.random:g} per step" if lapse is not None
                                  and (lapse.invalid or lapse.random) else "none (every simulated answer follows the "
                                  "model)"))
-        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is {fit} "
-                   "per-subject MLE t-test on the subjects finished at the look")
+        out.append(f"each subject plays {trials} trials x {runs} run(s); the look statistic is the t-test on {fit} "
+                   "of the subjects finished at the look")
     else:
         out.append(f"the simulated study as specified ({type(spec).__name__}): the agents and parameters named, "
                    "their statistic as the fixed plan computes it")

@@ -174,6 +174,16 @@ def agree(hits: int, n: int, ref: tuple[int, int]) -> str:
     return f"difference {d:+.4f} [95% {d - 1.96 * se:+.4f}, {d + 1.96 * se:+.4f}]: {verdict}"
 
 
+def _statistic_words(fit: dict[str, Any] | None) -> str:
+    """The per-subject statistic plan.json records, in words (an amortised one by its grid, not its coefficients)."""
+    if not fit:
+        return "the model own MLE search"
+    if fit.get("estimator") == "amortised":
+        return (f"the plan's amortised estimate ({len(fit['coefficients'])} coefficients on the NLL at "
+                f"{fit['start_grid_size']} grid points)")
+    return str(fit)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--plan", type=Path, default=None, help="a plan.json of plan --looks auto (default: PUBLISHED)")
@@ -185,7 +195,7 @@ def main() -> None:
     rep = plan["reported"]
     start, cpu = time.perf_counter(), _cpu()
     print(f"bounds: {len(plan['sizes'])} looks at {plan['sizes']}, from {a.plan or 'docs/results/plan.md (PUBLISHED)'}"
-          f"; subjects fitted by {plan.get('fit') or 'the model own MLE search'}")
+          f"; subjects estimated by {_statistic_words(plan.get('fit'))}")
     g = gaussian_type1(plan)
     if rep["gaussian_type1"]:
         h, n = rep["gaussian_type1"]

@@ -88,9 +88,10 @@ def test_amortised_statistic_in_every_family(experiment: str, model: str) -> Non
         assert fit is AUTO_FIT and choice["chosen"] == "coarse-start MLE" and "no amortised" in choice["reason"]
         return
     assert why is None
-    amortised, r2 = train(spec, None, 1, subjects=max(TRAIN, 4 * (2 * nodes + 2)))
+    amortised, training = train(spec, None, 1, subjects=max(TRAIN, 4 * (2 * nodes + 2)))
     assert len(amortised.coefficients) == 2 * nodes + 2 and len(amortised.node_effects) == nodes
-    assert 0 < r2 <= 1 and all(math.isfinite(c) for c in amortised.coefficients)
+    assert 0 < training.r2 <= 1 and all(math.isfinite(c) for c in amortised.coefficients)
+    assert 0 < training.subjects <= max(TRAIN, 4 * (2 * nodes + 2)) and 0.0 in training.multiples
     again = statistic_of({"fit": amortised.record(m)})
     assert again == amortised
     if f"{experiment}/{model}" in WEAK:
@@ -126,9 +127,33 @@ def test_the_plan_chooses_the_amortised_statistic_only_when_it_keeps_the_mles_po
     assert choice["subjects_ratio"] == pytest.approx((d["coarse_start_mle"] / d["amortised"]) ** 2)
     again, _ = choose_statistic(spec, null, 96, 1)
     assert again == fit
+    assert choice["training_effects"][0] < 0 < choice["training_effects"][-1] and choice["training_subjects"] > 3000
     monkeypatch.setattr(seqamortised, "EFFICIENCY", 2.0)
     kept, why = choose_statistic(spec, null, 96, 1)
     assert kept is AUTO_FIT and why["chosen"] == "coarse-start MLE" and why["standardized_effect"] == d
+
+
+def test_a_negative_effect_is_measured_in_its_own_direction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RW± optimism bias -0.3: both standardized effects are positive in the effect's direction, so the estimate
+    can be chosen for a negative effect as for a positive one."""
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=-0.3, seed=4, trials=(48,))
+    monkeypatch.setattr(seqamortised, "TRAIN_SUBJECTS", 2600)
+    monkeypatch.setattr(seqamortised, "VALIDATION", 200)
+    fit, choice = choose_statistic(spec, spec.model_copy(update={"effect_size": 0.0}), 48, 1)
+    d = choice["standardized_effect"]
+    assert d["amortised"] > 0.3 and d["coarse_start_mle"] > 0.3
+    assert (choice["chosen"] == "amortised") == (d["amortised"] >= 0.975 * d["coarse_start_mle"])
+    assert isinstance(fit, AmortisedFit) == (choice["chosen"] == "amortised")
+
+
+def test_coefficients_for_another_grid_are_refused() -> None:
+    """A recorded estimator whose grid is not the model's (another model, or a lapse setting that adds a parameter)
+    is refused in one line, not applied."""
+    m = get_experiment("instrumental-learning").model("rw-pm")
+    wrong = AmortisedFit(GRID_POINTS, (0.0,) * 20, (0.0,) * 9)
+    with pytest.raises(InputError, match="trained on a 9-point start grid"):
+        wrong.estimates(m, None)
 
 
 def test_run_looks_compute_the_amortised_statistic_the_plan_simulated() -> None:
@@ -167,7 +192,9 @@ def test_record_fit_names_the_amortised_statistic_and_its_choice() -> None:
                       effect_size=0.2, seed=0, trials=(24,))
     amortised, _ = train(spec, 24, 1, subjects=390)
     choice = {"chosen": "amortised", "standardized_effect": {"amortised": 0.61, "coarse_start_mle": 0.6},
-              "subjects_ratio": 0.967, "training_r2": 0.5, "validation_subjects": 1000, "rule": "the rule"}
+              "subjects_ratio": 0.967, "training_r2": 0.5, "validation_subjects": 1000, "rule": "the rule",
+              "null_mean_sd": {"amortised": -0.01, "coarse_start_mle": 0.03}, "training_effects": [-3.0, 3.0],
+              "training_subjects": 11973}
     searched = {"rules": 10, "looks": [2, 3], "spending": ["pocock"], "maximum_sizes": [4, 8], "effect_sims": 5,
                 "null_sims": 5, "analytic": 1, "passing": 0}
     seq: dict[str, Any] = {"design": {"statistic": {"kind": "power"}}, "note": "Z_k", "null": {},
@@ -176,7 +203,8 @@ def test_record_fit_names_the_amortised_statistic_and_its_choice() -> None:
     assert seq["design"]["statistic"]["fit"]["estimator"] == ESTIMATOR and "amortised" in seq["note"]
     lines = auto_lines(seq)
     assert any("27-point start grid" in line for line in lines)
-    assert any("0.610 amortised vs 0.600 coarse-start MLE" in line and "x 0.97" in line for line in lines)
+    assert any("0.610 amortised vs 0.600 coarse-start MLE" in line and "x 0.97" in line and "-0.010 and 0.030 SDs"
+               in line and "11,973 subjects at -3 to 3 x the effect" in line for line in lines)
 
 
 @pytest.mark.slow

@@ -14,8 +14,10 @@ guarantees.  This module is that estimator, the simplest one that needs no code 
 * **estimator**: a ridge regression (penalty :data:`RIDGE` × training subjects) of each subject's *true* effect
   (on the test's scale, less the plan's one-sample null) on those features, trained on :data:`TRAIN_SUBJECTS`
   subjects simulated at the plan's design and trials, at population effects :data:`TRAIN_MULTIPLES` times the
-  planned one (those whose medians stay strictly inside the parameters' bounds) and between-subject SDs
-  :data:`SD_FACTORS` times the plan's, seeds of their own (:func:`train`);
+  planned one (those whose moved medians stay strictly inside the parameters' bounds: where bounds drop the
+  negative multiples, the training leans toward the effect, recorded as ``training_effects``) and between-subject
+  SDs :data:`SD_FACTORS` times the plan's (a plan drawn from a fitted population keeps that population's SDs), seeds
+  of their own (:func:`train`);
 * **validation and choice** (:func:`choose_statistic`): :data:`VALIDATION` fresh subjects under the plan's null and
   as many under its effect, each estimated by the trained estimator and by ``AUTO_FIT``; the estimator is the plan's
   statistic when its standardized effect (difference of the two means over their pooled SD, what a t-test's
@@ -83,14 +85,21 @@ class AmortisedFit:
 
     def estimates(self, model: Any, table: Any) -> dict[Any, float]:
         """Each subject of ``table`` with a valid trial, and its estimate (``model``: the fitted model, its
-        lapse variant where the plan fits one)."""
-        keys, x = features(self.fitter(model), table, np.asarray(self.node_effects, float))
+        lapse variant where the plan fits one); refused where the model's start grid is not the one the
+        coefficients were trained on."""
+        fitter = self.fitter(model)
+        nodes = len(fitter.start_grid())
+        if nodes != len(self.node_effects) or len(self.coefficients) != 2 * nodes + 2:
+            raise InputError(f"the plan's amortised statistic was trained on a {len(self.node_effects)}-point start "
+                             f"grid ({len(self.coefficients)} coefficients); model {model.name!r} here has {nodes} "
+                             "points: plan again with this model and lapse setting")
+        keys, x = features(fitter, table, np.asarray(self.node_effects, float))
         values = x @ np.asarray(self.coefficients, float)
         return dict(zip(keys, values.tolist(), strict=True))
 
-    def contrasts(self, spec: PowerStudy, model: Any, table: Any, n: int) -> np.ndarray:
+    def contrasts(self, spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None) -> np.ndarray:
         """As :func:`~cogtestbed.validation.design.seqsim.subject_contrasts` (subject ids 0..n−1; NaN for a subject
-        without a valid trial)."""
+        without a valid trial); ``null`` is not read: the estimates are against the plan's null it was trained on."""
         from cogtestbed.validation.studies.study_data import fitted_model
 
         values = np.full(n, np.nan)
@@ -109,7 +118,7 @@ class AmortisedFit:
         """One line for the text report."""
         nodes = len(self.fitter(model).start_grid())
         return (f"amortised per-subject estimate: a ridge regression on the NLL at a {nodes:,}-point start grid "
-                f"({self.grid_points} nodes a parameter), trained on {TRAIN_SUBJECTS:,} simulated subjects and "
+                f"({self.grid_points} nodes a parameter), trained on about {TRAIN_SUBJECTS:,} simulated subjects and "
                 "validated against the coarse-start MLE; simulated, calibrated and computed at the run's looks alike")
 
 
@@ -210,10 +219,28 @@ def trainable(spec: PowerStudy) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Training:
+    """What an estimator was trained on: its R², the subjects with a valid trial it saw, the population effects
+    (times the planned one) its bounds allowed, and whether the between-subject SD factors applied (a plan drawn
+    from a fitted population scatters its subjects by that population's SDs, not ``sd_between``)."""
+
+    r2: float
+    subjects: int
+    multiples: tuple[float, ...]
+    sd_factors: tuple[float, ...]
+
+    def record(self) -> dict[str, Any]:
+        return {"training_r2": self.r2, "training_subjects": self.subjects,
+                "training_effects": [round(m, 6) for m in self.multiples],
+                "training_sd_factors": list(self.sd_factors)}
+
+
 def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int | None = None,
-          workers: int = 1) -> tuple[AmortisedFit, float]:
-    """The estimator for ``spec``'s model, design and trials, and its training R² (module docstring); the training
-    populations simulated in a fork pool of ``workers`` (their random numbers are each population's own)."""
+          workers: int = 1) -> tuple[AmortisedFit, Training]:
+    """The estimator for ``spec``'s model, design and trials, and what it was trained on (module docstring); the
+    training populations simulated in a fork pool of ``workers`` (their random numbers are each population's
+    own)."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.driver import map_forked
     from cogtestbed.validation.studies.model_studies import one_sample_null, one_sample_values
@@ -241,7 +268,9 @@ def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int | None 
     x, y = x[keep], y[keep]
     beta = np.linalg.solve(x.T @ x + RIDGE * len(y) * np.eye(x.shape[1]), x.T @ y)
     r2 = float(1 - np.var(y - x @ beta) / np.var(y))
-    return AmortisedFit(GRID_POINTS, tuple(float(b) for b in beta), tuple(float(c) for c in nodes)), r2
+    factors = SD_FACTORS if spec.from_population is None else (1.0,) * len(SD_FACTORS)
+    return (AmortisedFit(GRID_POINTS, tuple(float(b) for b in beta), tuple(float(c) for c in nodes)),
+            Training(r2, int(len(y)), tuple(multiples), factors))
 
 
 def _training_batch(spec_json: str, mult: float, factor: float, trials: int | None, runs: int, per: int, null: float,
@@ -287,23 +316,24 @@ def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, run
     (say or (lambda _m: None))(f"sequential (--looks auto): training an amortised statistic on {TRAIN_SUBJECTS:,} "
                                f"simulated subjects, validated on 2 x {VALIDATION} against the coarse-start MLE")
     try:
-        amortised, r2 = train(spec, trials, runs, workers=workers)
+        amortised, training = train(spec, trials, runs, workers=workers)
     except InputError as err:
         return AUTO_FIT, {"chosen": "coarse-start MLE", "reason": f"no amortised estimator: {err}"}
     calls = [(spec.model_dump_json(), part.model_dump_json(), amortised, trials, runs, which)
              for part, which in ((null, 1), (spec, 2))]
     sets = map_forked(_validation_set, calls, workers)
     est = {"amortised": [a for a, _ in sets], "mle": [m for _, m in sets]}
-    d = {k: standardized(*v) for k, v in est.items()}
+    sign = 1.0 if float(spec.effect_size) > 0 else -1.0  # in the effect's direction: a negative effect's d is > 0
+    d = {k: sign * standardized(*v) for k, v in est.items()}
     keep = bool(math.isfinite(d["amortised"]) and math.isfinite(d["mle"]) and d["amortised"] > 0
                 and d["amortised"] >= EFFICIENCY * d["mle"])
-    ratio = (d["mle"] / d["amortised"]) ** 2 if d["amortised"] and math.isfinite(d["amortised"]) else None
+    ratio = (d["mle"] / d["amortised"]) ** 2 if d["amortised"] > 0 and d["mle"] > 0 else None
     choice = {"chosen": "amortised" if keep else "coarse-start MLE",
               "standardized_effect": {"amortised": _finite(d["amortised"]), "coarse_start_mle": _finite(d["mle"])},
               "subjects_ratio": _finite(ratio) if ratio is not None else None,
               "null_mean_sd": {"amortised": _finite(_null_sd(*est["amortised"])),
                                "coarse_start_mle": _finite(_null_sd(*est["mle"]))},
-              "training_r2": r2, "training_subjects": TRAIN_SUBJECTS, "validation_subjects": 2 * VALIDATION,
+              **training.record(), "validation_subjects": 2 * VALIDATION,
               "rule": f"amortised when its standardized effect is positive and >= {EFFICIENCY:g} x the coarse-start "
                       "MLE's on fresh subjects under the null and the effect (seeds of their own)"}
     return (amortised if keep else AUTO_FIT), choice
@@ -313,7 +343,6 @@ def _validation_set(spec_json: str, part_json: str, amortised: AmortisedFit, tri
                     which: int) -> tuple[np.ndarray, np.ndarray]:
     """(amortised, coarse-start MLE) estimates of :data:`VALIDATION` fresh subjects drawn as ``part`` draws them."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqsim import subject_contrasts
     from cogtestbed.validation.studies.model_studies import one_sample_null
     from cogtestbed.validation.studies.study_kinds import load_study
 
@@ -324,7 +353,7 @@ def _validation_set(spec_json: str, part_json: str, amortised: AmortisedFit, tri
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return (amortised.contrasts(spec, model, table, VALIDATION),
-                subject_contrasts(spec, model, table, VALIDATION, one_sample_null(spec, model), fit=AUTO_FIT))
+                AUTO_FIT.contrasts(spec, model, table, VALIDATION, one_sample_null(spec, model)))
 
 
 def _null_sd(null: np.ndarray, effect: np.ndarray) -> float:

@@ -278,10 +278,7 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
         f"functions x futility {'on/off' if len(futility) > 1 else ('on' if futility[0] else 'off')}) applied "
         "to the same studies, then the best confirmed on fresh studies")
     null = null_spec(spec, null_agent)
-    choice: dict[str, Any] | None = None
-    if fit is None:
-        fit, choice = (choose_statistic(spec, null, trials, runs, say, workers)
-                       if isinstance(spec, PowerStudy) and isinstance(null, PowerStudy) else (AUTO_FIT, None))
+    fit, choice = _statistic(spec, null, fit, trials, runs, say, workers)
     sim = Simulator(trials, runs, n_top, sizes, sims, spec.seed, workers, width=max(2, lo // 4), fit=fit)
     sim.label = "sequential search: studies under the effect"
     (eff,) = sim.run([(spec, 0, None)])
@@ -321,6 +318,19 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     return AutoResult(res, fair, searched, [c["row"] for c in confirmed], extra)
 
 
+def _statistic(spec: PlannedStudy, null: PlannedStudy, fit: SubjectFit | AmortisedFit | None, trials: int | None,
+               runs: int, say: Callable[[str], None], workers: int) -> tuple[SubjectFit | AmortisedFit,
+                                                                             dict[str, Any] | None]:
+    """The plan's per-subject statistic and what chose it: ``fit`` where given, else the amortised estimator or
+    :data:`AUTO_FIT` (:func:`~cogtestbed.validation.design.seqamortised.choose_statistic`; a metric or test
+    target has no per-subject statistic: :data:`AUTO_FIT` stands for none)."""
+    if fit is not None:
+        return fit, None
+    if isinstance(spec, PowerStudy) and isinstance(null, PowerStudy):
+        return choose_statistic(spec, null, trials, runs, say, workers)
+    return AUTO_FIT, None
+
+
 #: Alternatives of :func:`robustness`: the between-subject SD multiplied by this, and random-answer lapses
 #: at this rate (the project's choices: a doubled spread, and Wichmann & Hill 2001's order of lapse rates).
 WIDE_SD_FACTOR, LAPSE_RANDOM = 2.0, 0.1
@@ -333,8 +343,9 @@ def robustness(bounds: Boundaries, spec: PlannedStudy, null: PlannedStudy, sim: 
     """The chosen bounds' type-I error under other data-generating processes than the calibration's
     (issue 47 item 3): exactly Gaussian look statistics (Brownian motion at the looks' information
     fractions), and for a model target null studies with the between-subject SD × :data:`WIDE_SD_FACTOR`
-    and with random-answer lapses at :data:`LAPSE_RANDOM` (``null_sims // 2`` each, seed stream 3);
-    each with its one-sided upper bound, and the worst."""
+    and with random-answer lapses at :data:`LAPSE_RANDOM` (``null_sims // 2`` each, seed stream 3; every
+    subject's contrast against the plan's one-sample null, as the run's looks test it); each with its one-sided
+    upper bound, and the worst."""
     b = bounds if binding else strip_futility(bounds)
     sizes = bounds.sizes
     k = len(sizes)
@@ -357,7 +368,12 @@ def robustness(bounds: Boundaries, spec: PlannedStudy, null: PlannedStudy, sim: 
         rsims = max(100, null_sims // 2)
         say(f"sequential (--looks auto): robustness of the chosen bounds' type-I error: {rsims} null studies with "
             f"the between-subject SD x {WIDE_SD_FACTOR:g} and {rsims} with random-answer lapses {LAPSE_RANDOM:g}")
-        rsim = dataclasses.replace(sim, n_top=sizes[-1], sizes=tuple(sizes), sims=rsims, subjects=0,
+        from cogtestbed.registry import get_experiment
+        from cogtestbed.validation.studies.model_studies import one_sample_null
+
+        plan_null = one_sample_null(null, get_experiment(null.experiment).model(null.models[0]))
+        # every contrast against the plan's null, as the run's looks test it (the wider population's own differs)
+        rsim = dataclasses.replace(sim, n_top=sizes[-1], sizes=tuple(sizes), sims=rsims, subjects=0, null=plan_null,
                                    label="sequential search: robustness null studies")
         paths = rsim.run([(wide, 3, None), (lapsed, 3, None)])
         subjects = rsim.subjects
@@ -653,8 +669,9 @@ def record_fit(seq: dict[str, Any], spec: PlannedStudy, fit: SubjectFit | Amorti
     model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
     if "statistic" in seq.get("design", {}):
         seq["design"]["statistic"]["fit"] = fit.record(model)
-        if isinstance(fit, AmortisedFit):
-            seq["design"]["statistic"]["test"] = "two-sided one-sample t-test on per-subject amortised estimates"
+        if isinstance(fit, AmortisedFit):  # the fixed plan's test name, on the amortised estimates
+            test = str(seq["design"]["statistic"].get("test", "two-sided one-sample t-test on per-subject MLE"))
+            seq["design"]["statistic"]["test"] = test.replace("per-subject MLE", "per-subject amortised estimates")
     whose = "amortised per-subject estimate" if isinstance(fit, AmortisedFit) else "coarse-start per-subject MLE"
     if isinstance(seq.get("note"), str):
         seq["note"] += (f"; the fixed plan's test here (and the fair comparator's) is on the {whose} of the design's "
@@ -750,16 +767,22 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
 
 
 def choice_words(choice: Mapping[str, Any]) -> str:
-    """What chose the plan's per-subject statistic (``auto.statistic_choice``), in a line."""
+    """What chose the plan's per-subject statistic (``auto.statistic_choice``), in a line: the standardized effects
+    (in the effect's direction), the null means in SDs, the training's span and R², and the rule."""
     d = choice.get("standardized_effect")
     if not d:
         return f"{choice['chosen']} ({choice.get('reason', '')})"
-    ratio = choice.get("subjects_ratio")
 
     def fmt(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.3f}"
 
+    ratio = choice.get("subjects_ratio")
+    null = choice.get("null_mean_sd") or {}
+    span = choice.get("training_effects") or []
     return (f"{choice['chosen']}: standardized effect {fmt(d['amortised'])} amortised vs {fmt(d['coarse_start_mle'])} "
             f"coarse-start MLE on {choice['validation_subjects']:,} fresh subjects"
             + (f" (subjects needed x {ratio:.2f})" if ratio is not None else "")
+            + (f"; null means {fmt(null.get('amortised'))} and {fmt(null.get('coarse_start_mle'))} SDs" if null else "")
+            + (f"; trained on {choice['training_subjects']:,} subjects at {span[0]:g} to {span[-1]:g} x the effect"
+               if span else "")
             + f"; training R2 {choice['training_r2']:.2f}; {choice['rule']}")

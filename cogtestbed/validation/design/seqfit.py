@@ -24,11 +24,24 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from cogtestbed.inference.base import CognitiveModel
+
+
+class SubjectStatistic(Protocol):
+    """What a sequential plan's per-subject statistic offers: each subject's contrast (:meth:`SubjectFit.contrasts`,
+    :meth:`~cogtestbed.validation.design.seqamortised.AmortisedFit.contrasts`), its plan.json record and its
+    report line."""
+
+    def contrasts(self, spec: Any, model: CognitiveModel, table: Any, n: int,
+                  null: float | None = None) -> np.ndarray: ...
+
+    def record(self, model: CognitiveModel) -> dict[str, Any]: ...
+
+    def words(self, model: CognitiveModel) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,22 @@ class SubjectFit:
     gtol: float | None = None
     ftol: float | None = None
     max_iter_of: tuple[tuple[str, int | None], ...] = ()
+
+    def contrasts(self, spec: Any, model: CognitiveModel, table: Any, n: int, null: float | None = None) -> np.ndarray:
+        """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids 0..n−1), searched
+        this way, on the one-sample test's scale less ``null``
+        (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`; None: the study's own); NaN for a
+        subject without a valid trial (:func:`~cogtestbed.validation.design.seqsim.subject_contrasts`)."""
+        from cogtestbed.validation.studies.model_studies import one_sample_values
+        from cogtestbed.validation.studies.study_data import fitted_model
+
+        values = np.full(n, np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fits = self.fitter(fitted_model(spec, model)).fit_mle(table)
+        contrast = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names}, null)
+        values[fits["subject"].to_numpy(int)] = np.asarray(contrast, float)
+        return values
 
     def fitter(self, model: CognitiveModel) -> CognitiveModel:
         """``model`` searched this way (the model itself where nothing changes)."""

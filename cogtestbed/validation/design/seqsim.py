@@ -37,8 +37,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.validation.design.seqamortised import AmortisedFit
-from cogtestbed.validation.design.seqfit import FULL_FIT, SubjectFit
+from cogtestbed.validation.design.seqfit import FULL_FIT, SubjectStatistic
 from cogtestbed.validation.design.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
 from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
@@ -135,30 +134,18 @@ def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int,
 
 
 def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None,
-                      fit: SubjectFit | AmortisedFit = FULL_FIT) -> np.ndarray:
-    """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids
-    0..n−1) on the one-sample test's scale, less its value before the effect
-    (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`); NaN for a subject
-    without a valid trial (as the run's look has no estimate for it).  ``null``: the one-sample
-    null when the caller has it (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`);
-    ``fit``: how each estimate is searched for (:mod:`~cogtestbed.validation.design.seqfit`), or the amortised
-    estimator trained for the plan (:mod:`~cogtestbed.validation.design.seqamortised`: its estimates are on the
-    test's scale less the plan's null already)."""
-    from cogtestbed.validation.studies.model_studies import one_sample_values
-    from cogtestbed.validation.studies.study_data import fitted_model
-
-    values = np.full(n, np.nan)
+                      fit: SubjectStatistic = FULL_FIT) -> np.ndarray:
+    """The per-subject contrast of each of the ``n`` subjects of ``table`` (subject ids 0..n−1) on the one-sample
+    test's scale, less its value before the effect
+    (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`); NaN for a subject without a valid
+    trial (as the run's look has no estimate for it).  ``null``: the one-sample null when the caller has it
+    (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`); ``fit``: the statistic, an MLE searched
+    as :class:`~cogtestbed.validation.design.seqfit.SubjectFit` says, or the amortised estimator trained for the
+    plan (:mod:`~cogtestbed.validation.design.seqamortised`, against the plan's null already)."""
     if not table["valid"].any():
-        return values
-    if isinstance(fit, AmortisedFit):
-        return fit.contrasts(spec, model, table, n)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fits = fit.fitter(fitted_model(spec, model)).fit_mle(table)
+        return np.full(n, np.nan)
     assert spec.effect is not None
-    contrast = one_sample_values(spec, model, {p: fits[p].to_numpy(float) for p in model.parameters.names}, null)
-    values[fits["subject"].to_numpy(int)] = np.asarray(contrast, float)
-    return values
+    return fit.contrasts(spec, model, table, n, null)
 
 
 @dataclass
@@ -180,10 +167,11 @@ class Paths:
 
 def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int],
                 rule: Rule | None, seed: int, stream: int, block: int, reps: int, width: int,
-                fit: SubjectFit | AmortisedFit = FULL_FIT) -> Paths:
+                fit: SubjectStatistic = FULL_FIT, null_value: float | None = None) -> Paths:
     """``reps`` replicates of a model-effect study, extended ``width`` subjects at a time while a
     candidate of ``rule`` still runs them (``rule`` None: to ``n_top``), each subject fitted by
-    ``fit``; random numbers from ``SeedSequence([seed, 7919, stream, block, step])``."""
+    ``fit``, its contrast taken against ``null_value`` (None: the study's own one-sample null); random numbers
+    from ``SeedSequence([seed, 7919, stream, block, step])``."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.model_studies import one_sample_null
     from cogtestbed.validation.studies.study_data import design_for_trials
@@ -197,7 +185,7 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
     values = np.full((reps, n_top), np.nan)
     out = Paths(np.full((reps, len(sizes)), np.nan), np.full((reps, len(sizes)), np.nan))
     tracker, active, have, step = _Tracker(rule, reps), np.ones(reps, bool), 0, 0
-    null = one_sample_null(spec, model)  # one value for every block's contrasts
+    null = one_sample_null(spec, model) if null_value is None else null_value  # one value for every block's contrasts
     while have < n_top and active.any():
         upto, rows = min(n_top, have + width), np.flatnonzero(active)
         n = rows.size * (upto - have)
@@ -241,7 +229,10 @@ class Simulator:
     #: is tested at every size, so no path may stop where the procedure stops)
     whole: bool = False
     #: how each simulated subject is fitted (model targets; :mod:`~cogtestbed.validation.design.seqfit`)
-    fit: SubjectFit | AmortisedFit = FULL_FIT
+    fit: SubjectStatistic = FULL_FIT
+    #: the one-sample null every subject's contrast is taken against (model targets; None: each study's own): the
+    #: plan's, where a robustness study's other population would move it (the run tests against the plan's)
+    null: float | None = None
 
     def run(self, jobs: Sequence[tuple[PlannedStudy, int, Rule | None]]) -> list[Paths]:
         """Each job's (study, seed stream, rule) paths: ``sims`` replicates each."""
@@ -293,7 +284,8 @@ class Simulator:
         if isinstance(spec, PowerStudy):
             rule = None if self.whole else rule
             return [(model_block, (payload, self.trials, self.runs, self.n_top, self.sizes, rule, self.seed, stream,
-                                   b // BLOCK, min(BLOCK, self.sims - b), self.width, self.fit)) for b in blocks]
+                                   b // BLOCK, min(BLOCK, self.sims - b), self.width, self.fit, self.null))
+                    for b in blocks]
         # a whole path's random numbers are its own (seeded by its index), so these blocks can be small:
         # the heartbeat's count and ETA move every PATH_BLOCK paths
         return [(_full_block, (payload, self.trials, self.runs, self.n_top, self.sizes, self.seed, stream,

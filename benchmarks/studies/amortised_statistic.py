@@ -50,8 +50,8 @@ from cogtestbed.errors import InputError
 #: Population effects the estimator is trained at, as multiples of the planned effect (the study's choice: symmetric
 #: about the null, so that the regression's shrinkage pulls toward the null and not toward the effect).
 TRAIN_MULTIPLES = np.linspace(-3.0, 3.0, 13)
-#: Ridge penalty per training subject, and the clip of the log-likelihood differences (the study's choices).
-RIDGE, CLIP = 1e-3, 30.0
+#: Ridge penalty per training subject (the study's choice; the features' clip is ``seqamortised.CLIP``, 30).
+RIDGE = 1e-3
 BOOTSTRAP = 400
 #: The between-subject SD of the second null population, times the plan's (``seqauto.WIDE_SD_FACTOR``'s 2): how far
 #: each statistic's null mean moves when the population is not the one it was calibrated (or trained) on.
@@ -153,15 +153,16 @@ class Amortised:
         self.multiples: list[float] = []
 
     def features(self, table: Any, n: int) -> np.ndarray:
-        """Each subject's design row (NaN for a subject without a valid trial)."""
+        """Each subject's design row (NaN for a subject without a valid trial): the product's features
+        (``seqamortised.design_rows``)."""
+        from cogtestbed.validation.design.seqamortised import design_rows
+
         nll = np.full((n, len(self.grid)), np.nan)
         for key, d in self.fitter.subject_data(table).items():
             if self.fitter.n_observations(d):
                 nll[int(str(key))] = self.fitter.nll_many(self.grid, d)
-        ell = -(nll - np.min(nll, axis=1, keepdims=True))
-        w = np.exp(ell)
-        w /= w.sum(axis=1, keepdims=True)
-        return np.column_stack([np.ones(n), w, np.maximum(ell, -CLIP) / CLIP, w @ self.c])
+        with np.errstate(invalid="ignore"):
+            return design_rows(nll, self.c)
 
     def train(self, subjects: int, seed: int) -> float:
         """Fit the regression on ``subjects`` simulated subjects; its training R².  The effect at each grid node is

@@ -170,15 +170,11 @@ def _subjects(spec: PowerStudy, model: Any, trials: int | None, runs: int, n: in
               seq: np.random.SeedSequence) -> tuple[Any, dict[str, np.ndarray]]:
     """(trial table, true parameters) of ``n`` subjects drawn as the plan draws them."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import power_parameters
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
+    from cogtestbed.validation.studies.model_studies import power_subjects
+    from cogtestbed.validation.studies.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
-    param_seq, sim_seq = seq.spawn(2)
-    true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
-    design = design_for_trials(exp, trials, spec.design)
-    table = simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
-    return table, true
+    return power_subjects(spec, exp, model, design_for_trials(exp, trials, spec.design), runs, n, seq)
 
 
 def _feasible(spec: PowerStudy, model: Any) -> list[float]:
@@ -296,9 +292,20 @@ def _training_batch(spec_json: str, mult: float, factor: float, trials: int | No
 
 def standardized(null: np.ndarray, effect: np.ndarray) -> float:
     """Difference of the two sets' means over their pooled SD (NaN estimates left out)."""
-    a, b = null[np.isfinite(null)], effect[np.isfinite(effect)]
-    sd = math.sqrt((a.var() + b.var()) / 2) if a.size and b.size else 0.0
+    a, b, sd = _pooled(null, effect)
     return float((b.mean() - a.mean()) / sd) if sd > 0 else float("nan")
+
+
+def _null_sd(null: np.ndarray, effect: np.ndarray) -> float:
+    """The null set's mean in pooled SDs (how far from 0 the statistic sits under the null)."""
+    a, _, sd = _pooled(null, effect)
+    return float(a.mean() / sd) if sd > 0 else float("nan")
+
+
+def _pooled(null: np.ndarray, effect: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """The two sets' finite estimates and their pooled SD (0 where a set is empty)."""
+    a, b = null[np.isfinite(null)], effect[np.isfinite(effect)]
+    return a, b, (math.sqrt((a.var() + b.var()) / 2) if a.size and b.size else 0.0)
 
 
 def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, runs: int,
@@ -354,13 +361,6 @@ def _validation_set(spec_json: str, part_json: str, amortised: AmortisedFit, tri
         warnings.simplefilter("ignore")
         return (amortised.contrasts(spec, model, table, VALIDATION),
                 AUTO_FIT.contrasts(spec, model, table, VALIDATION, one_sample_null(spec, model)))
-
-
-def _null_sd(null: np.ndarray, effect: np.ndarray) -> float:
-    """The null set's mean in pooled SDs (how far from 0 the statistic sits under the null)."""
-    a, b = null[np.isfinite(null)], effect[np.isfinite(effect)]
-    sd = math.sqrt((a.var() + b.var()) / 2) if a.size and b.size else 0.0
-    return float(a.mean() / sd) if sd > 0 else float("nan")
 
 
 def _finite(x: float | None) -> float | None:

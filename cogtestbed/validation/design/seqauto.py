@@ -132,16 +132,10 @@ def shapes(level: float, target: float, looks: Sequence[int] = LOOKS, families: 
            futility: Sequence[bool] = (False, True), workers: int = 1) -> list[Shape]:
     """Every rule's analytic bounds at the planned fractions k/K (sizes are placeholders), split over a fork pool
     of ``workers`` (each rule's bounds are its own: the same list in the same order)."""
-    from cogtestbed.validation.studies.driver import map_forked
+    from cogtestbed.validation.studies.driver import map_split
 
     combos = [(k, fam, fut, level, target) for k in looks for fam in families for fut in futility]
-    if workers <= 1:
-        return [_shape(*c) for c in combos]
-    parts = map_forked(_shapes_of, [(combos[i::workers],) for i in range(workers)], workers)
-    out: list[Shape] = [None] * len(combos)  # type: ignore[list-item]
-    for i, part in enumerate(parts):
-        out[i::workers] = part
-    return out
+    return map_split(_shapes_of, combos, workers)
 
 
 def _shapes_of(combos: Sequence[tuple[int, str, bool, float, float]]) -> list[Shape]:

@@ -227,18 +227,12 @@ def curve_sizes(sizes: np.ndarray, hits: np.ndarray, reps: int, target: float, w
     """Per row of ``hits`` (rejections of ``reps`` studies at each size), the size where its probit power curve
     (:func:`_probit_fit`) reaches ``target``; the rows' fits split over a fork pool of ``workers`` (a plan's
     bootstraps fit about 1,200 curves)."""
-    from cogtestbed.validation.studies.driver import map_forked
+    from cogtestbed.validation.studies.driver import map_split
 
-    rows = np.asarray(hits)
-    parts = [rows[i::workers] for i in range(max(1, workers))] if workers > 1 else [rows]
-    done = map_forked(_curve_rows, [(sizes, p, reps, target) for p in parts], workers)
-    out = np.empty(len(rows))
-    for i, got in enumerate(done):
-        out[i::len(done)] = got
-    return out
+    return np.asarray(map_split(_curve_rows, np.asarray(hits), workers, sizes, reps, target), float)
 
 
-def _curve_rows(sizes: np.ndarray, hits: np.ndarray, reps: int, target: float) -> np.ndarray:
+def _curve_rows(hits: np.ndarray, sizes: np.ndarray, reps: int, target: float) -> np.ndarray:
     return np.array([_size_at(*_probit_fit(sizes, h, reps), target) for h in hits])
 
 
@@ -264,13 +258,9 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
     draws = [None] + [(rng.integers(len(eff), size=len(eff)), rng.integers(len(null), size=len(null)),
                        rng.integers(rejected.size, size=rejected.size), rng.integers(stop.size, size=stop.size))
                       for _ in range(boot)]
-    from cogtestbed.validation.studies.driver import map_forked
+    from cogtestbed.validation.studies.driver import map_split
 
-    parts = map_forked(_joint_counts, [(eff, null, rejected, stop, costs, nominal, dirn, draws[i::max(1, workers)])
-                                       for i in range(max(1, workers))], workers)
-    sets: list[Any] = [None] * len(draws)
-    for i, part in enumerate(parts):
-        sets[i::len(parts)] = part
+    sets = map_split(_joint_counts, draws, workers, eff, null, rejected, stop, costs, nominal, dirn)
     exp_cost = np.array([c for c, _, _ in sets])
     n_fit = curve_sizes(sizes_a, np.array([h for _, a, b in sets for h in (a, b)]), len(eff), target, workers)
     n_level, n_nominal = n_fit[0::2], n_fit[1::2]
@@ -290,8 +280,8 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
             "replicates": int(ok.sum()), "method": method}
 
 
-def _joint_counts(eff: np.ndarray, null: np.ndarray, rejected: np.ndarray, stop: np.ndarray, costs: np.ndarray,
-                  nominal: np.ndarray, dirn: float, draws: Sequence[Any]) -> list[tuple[float, np.ndarray, np.ndarray]]:
+def _joint_counts(draws: Sequence[Any], eff: np.ndarray, null: np.ndarray, rejected: np.ndarray, stop: np.ndarray,
+                  costs: np.ndarray, nominal: np.ndarray, dirn: float) -> list[tuple[float, np.ndarray, np.ndarray]]:
     """Per replicate of :func:`joint_saving` (its resampling indices; None: the studies as drawn): the sequential
     design's expected cost and the fixed test's rejections per size at the measured level and at nominal alpha."""
     out = []

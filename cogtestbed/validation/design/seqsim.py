@@ -125,12 +125,9 @@ class _Tracker:
 def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int, n: int,
                  seq: np.random.SeedSequence) -> Any:
     """``n`` fresh subjects of the study (parameters drawn as the fixed plan draws them)."""
-    from cogtestbed.validation.studies.model_studies import power_parameters
-    from cogtestbed.validation.studies.study_data import seed_of, simulate_model
+    from cogtestbed.validation.studies.model_studies import power_subjects
 
-    param_seq, sim_seq = seq.spawn(2)
-    true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
-    return simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs)
+    return power_subjects(spec, exp, model, design, runs, n, seq)[0]
 
 
 def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None,

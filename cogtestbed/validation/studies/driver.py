@@ -421,6 +421,18 @@ def map_forked(fn: Callable[..., Any], calls: list[tuple[Any, ...]], workers: in
     return out
 
 
+def map_split(fn: Callable[..., Any], items: Any, workers: int, *common: Any) -> list[Any]:
+    """``fn(part, *common)`` on ``workers`` strided parts of ``items`` (a sequence or an array's rows; ``fn`` gives
+    one result per item of its part, in order) through :func:`map_forked`, the results in ``items``' order: the
+    same list whatever ``workers``."""
+    n = max(1, workers)
+    done = map_forked(fn, [(items[i::n], *common) for i in range(n)], workers)
+    out: list[Any] = [None] * len(items)
+    for i, got in enumerate(done):
+        out[i::n] = list(got)
+    return out
+
+
 def _run_pool(payload: str, tasks: list[dict[str, Any]], workers: int,
               tick: Callable[[int], None]) -> list[pd.DataFrame]:
     # The first task runs here before the pool starts, so every compiled (or cache-loaded)

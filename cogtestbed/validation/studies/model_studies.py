@@ -356,6 +356,16 @@ def reference_from_estimates(model: CognitiveModel, effect: str, estimates: Mapp
 NULL_QUANTILES = 4096
 
 
+def power_subjects(spec: PowerStudy, exp: ExperimentSpec, model: CognitiveModel, design: Any, runs: int, n: int,
+                   seq: np.random.SeedSequence) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """(trial table, true parameters) of ``n`` fresh subjects of a power study, their parameters drawn as
+    :func:`power_parameters` draws them and their sessions simulated at ``design`` × ``runs``; the random numbers
+    from ``seq`` (the parameters' child, then the simulation's)."""
+    param_seq, sim_seq = seq.spawn(2)
+    true = power_parameters(spec, model, n, np.random.default_rng(param_seq))
+    return simulate_model(spec, exp, model.name, true, n, seed_of(sim_seq), design, runs), true
+
+
 def one_sample_null(spec: PowerStudy, model: CognitiveModel) -> float:
     """What a one-sample test compares the effect with, on the test's scale (:func:`effect_scale`):
     the mean of the effect over the population before the effect moves it (``effect_size`` 0:

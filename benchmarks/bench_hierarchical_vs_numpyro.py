@@ -261,8 +261,8 @@ def write_spec(case: Case, data: list[Any], path: Path, sampler: dict[str, Any])
         "likelihood": case.likelihood, "n_subjects": len(subjects), "fields": list(arrays0),
         "parameters": [{"name": p.name, "transform": p.transform, "lower": float(p.lower), "upper": float(p.upper),
                         "prior_mean": float(p.prior_mean), "prior_sd": float(p.prior_sd)} for p in model.parameters],
-        "centred": list(model.parameters.names if case.pooling == "scenarios"
-                        else getattr(model, "centred_parameters", ())), "sd_scale": SD_SCALE,
+        "centred": centred_of(case, model, data[0]), "centred_by_rep": [centred_of(case, model, t) for t in data],
+        "sd_scale": SD_SCALE,
         "columns": case_columns(case, model), "static": static_of(case, arrays0), **scenario_meta(case, model, data),
         "check_points": [{k: np.asarray(v).tolist() for k, v in p.items()} for p in points], **sampler,
     }
@@ -272,6 +272,16 @@ def write_spec(case: Case, data: list[Any], path: Path, sampler: dict[str, Any])
         arrays.update({f"r{rep}_{k}": v for k, v in arr.items()})
     np.savez(path, **arrays)
     return {"check_loglik": check_ll, "check_logp": check_logp, "trials": int(len(idx0)) // len(subjects)}
+
+
+def centred_of(case: Case, model: Any, table: Any) -> list[str]:
+    """The parameters the package's hierarchical model of ``table`` samples centred (its ``{p}_u`` free variables: the
+    model's declared ones and those the data pin, ``cogtestbed.inference.centring``); NumPyro's model of that data set
+    samples the same ones centred."""
+    if case.pooling == "scenarios":
+        return list(model.parameters.names)
+    free = {v.name for v in model.pymc_model(table).free_RVs}
+    return [p for p in model.parameters.names if f"{p}_u" in free]
 
 
 def package_grad_cost(case: Case, table: Any, repeats: int = 300) -> float:
@@ -309,8 +319,27 @@ def fit_package(case: Case, data: list[Any], sampler: dict[str, Any]) -> list[di
         steps = fit.idata.sample_stats["n_steps"].values if "n_steps" in fit.idata.sample_stats else np.nan
         rows.append({"cpu_s": time.process_time() - cpu, "wall_s": time.perf_counter() - wall,
                      **fit.diagnostics.columns(), "sampler": fit.diagnostics.sampler,
-                     "mean_steps": float(np.mean(steps))})
+                     "mean_steps": float(np.mean(steps)), "pinned": pinned(model, fit.idata.posterior)})
+    for row, table in zip(rows, data, strict=True):  # outside the fits' clocks
+        row["centred"] = centred_of(case, model, table)
     return rows
+
+
+def pinned(model: Any, posterior: Any) -> dict[str, float]:
+    """Per parameter, how tightly the data pin a subject against the population's spread: the median over subjects of
+    the posterior SD of the subject's unconstrained value, over the posterior mean of the population SD ``{p}_sigma``
+    (below 1, the data pin subjects more tightly than the population spreads them: the regime where the centred
+    parameterisation mixes better, Papaspiliopoulos et al. 2007; Betancourt & Girolami 2015).  Parameters without a
+    population SD in the posterior are left out."""
+    out = {}
+    for p in model.parameters:
+        if p.name not in posterior or f"{p.name}_sigma" not in posterior:
+            continue
+        values = np.asarray(posterior[p.name].values, dtype=np.float64)
+        unconstrained = p.to_unconstrained(values.reshape(-1, values.shape[-1]))
+        spread = float(np.mean(posterior[f"{p.name}_sigma"].values))
+        out[p.name] = float(np.median(np.std(unconstrained, axis=0)) / spread)
+    return out
 
 
 def numpyro_diagnostics(draws: Any, rep: int) -> dict[str, Any]:
@@ -531,6 +560,14 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n\n" + "\n".join(factors)
 
 
+def centred_names(spec: str, model: Any) -> tuple[str, ...]:
+    """The parameters of ``model`` that ``--centred spec`` names (those of the model's parameters among them)."""
+    if spec == "none":
+        return ()
+    names = model.parameters.names
+    return tuple(names) if spec == "all" else tuple(n for n in names if n in spec.split(","))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated cases (--list)")
@@ -560,6 +597,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="NUTS target acceptance of both sides on every case, in place of the model's "
                              "target_accept attribute (set on its class for this process; the per-family comparison, "
                              "benchmarks/studies/target_accept_per_family.py)")
+    parser.add_argument("--centred", default=None, metavar="NAMES",
+                        help="the parameters both sides sample centred on every case, in place of the model's "
+                             "centred_parameters attribute and of the data's choice (centre_pinned off; set on its "
+                             "class for this process): 'none', 'all', or comma-separated names (the per-family "
+                             "comparison, benchmarks/studies/centring_per_family.py)")
     parser.add_argument("--first-data-set", type=int, default=0, metavar="K",
                         help="with --package-only: fit data sets K … K + reps − 1 (seed = data set), e.g. fresh "
                              "data sets for a comparison chosen on data sets 0 … K − 1; data set K is then the "
@@ -605,10 +647,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.target_accept is not None:
         for model in models.values():
             type(model).target_accept = args.target_accept
+    if args.centred is not None:
+        for model in models.values():  # exactly these: the data no longer choose
+            type(model).centred_parameters = centred_names(args.centred, model)
+            type(model).centre_pinned = False
     print(json.dumps({"load_average": os.getloadavg(), "cases": names,
                       "mass_matrix_from_gradients": args.mass_matrix_from_gradients,
                       "low_rank_mass_matrix": {n: bool(type(m).low_rank_mass_matrix) for n, m in models.items()},
-                      "target_accept": {n: type(m).target_accept for n, m in models.items()}}),
+                      "target_accept": {n: type(m).target_accept for n, m in models.items()},
+                      "centred": {n: list(getattr(m, "centred_parameters", ())) for n, m in models.items()}}),
           flush=True)
     rows = [row for name in names for row in run_case(name, CASES[name], args, args.numpyro_python)]
     if not (args.check_only or args.package_only):

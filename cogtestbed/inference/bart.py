@@ -217,6 +217,9 @@ class TargetModel(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = target_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("pumps", "type_idx", "exploded")
     observed_name: ClassVar[str] = "balloon"
+    #: The parameters each subject's data pin are sampled centred, chosen from the data before sampling
+    #: (:mod:`cogtestbed.inference.centring`; on for this family by ``benchmarks/studies/centring_by_data.py``).
+    centre_pinned: ClassVar[bool] = True
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return bart_data(trials)

@@ -176,6 +176,11 @@ class CognitiveModel(ABC):
     #: u_i ~ Normal(mu, sigma), instead of non-centred offsets: those each subject's data pin
     #: more tightly than the population spread (Betancourt & Girolami 2015).  Same prior.
     centred_parameters: ClassVar[tuple[str, ...]] = ()
+    #: Whether a hierarchical fit also samples centred the parameters its subjects' data pin, chosen from the data
+    #: before sampling (:mod:`cogtestbed.inference.centring`: each subject's Laplace standard error against the
+    #: population's spread); False (the default): the declared :attr:`centred_parameters` alone.  On for the
+    #: families where ``benchmarks/studies/centring_by_data.py`` found it kept (docs/benchmarks.md).
+    centre_pinned: ClassVar[bool] = False
     #: Parameters whose per-subject MLE runs to a bound of its search often at the designs the model
     #: is fitted to (a likelihood ridge): a two-group power test compares their estimates by ranks, not
     #: means (the bounded-estimate rule, :func:`~cogtestbed.validation.studies.model_studies.two_group_test`).

@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.errors import InputError
+from cogtestbed.inference.centring import centred_parameters
 from cogtestbed.inference.hierarchical_diagnostics import (
     ESS_MIN_PER_CHAIN,
     RHAT_MAX,
@@ -181,11 +182,24 @@ def sample_hierarchical_prior(
     return pop, subj
 
 
+def _pooled_and_centred(model: Any, trials: pd.DataFrame, choose: bool
+                        ) -> tuple[list[Any], np.ndarray, dict[str, np.ndarray], tuple[str, ...]]:
+    """The subject ids, observation subject index and pooled kernel arrays of ``trials``
+    (:func:`pool_model_arrays`), and the parameters the fit samples centred: the model's declared ones and, where
+    ``choose`` (a hierarchical model without form effects, whose subjects' estimates would carry their forms'
+    shifts), those the subjects' data pin (:func:`~cogtestbed.inference.centring.centred_parameters`)."""
+    data = model.subject_data(trials)
+    idx, arrays = pool_subject_arrays(data, model.observation_fields, model.observation_mask)
+    centred = centred_parameters(model, data) if choose else tuple(getattr(model, "centred_parameters", ()))
+    return list(data), idx, arrays, centred
+
+
 def kernel_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
     """The generic PyMC model of a :class:`~cogtestbed.inference.base.CognitiveModel`.
 
     Non-centred subject parameters (:func:`subject_parameters`; centred for the model's declared
-    ``centred_parameters``), stacked into the kernel's
+    ``centred_parameters`` and, in a hierarchical model, for those its subjects' data pin:
+    :mod:`~cogtestbed.inference.centring`), stacked into the kernel's
     columns (``kernel_columns``: free parameters or constants), the pooled observation arrays as
     ``pm.Data`` (so a cached nutpie compilation is re-pointed at new data of the same shape), and
     one observed variable ``model.observed_name`` whose pointwise logp is the model's kernel
@@ -199,11 +213,10 @@ def kernel_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = Tru
     if kernel is None:
         raise NotImplementedError(f"model {model.name!r} has no pointwise likelihood kernel")
     op = pointwise_loglik_op(kernel, model.name)
-    subjects, idx, arrays = pool_model_arrays(model, trials)
+    subjects, idx, arrays, centred = _pooled_and_centred(model, trials, hierarchical)
     columns = model.kernel_columns or model.parameters.names
     with pm.Model(coords={"subject": subjects, "obs": np.arange(idx.shape[0])}) as m:
-        theta = subject_parameters(model.parameters, hierarchical,
-                                   centred=getattr(model, "centred_parameters", ()))
+        theta = subject_parameters(model.parameters, hierarchical, centred=centred)
         first = theta[model.parameters.names[0]]
         mat = pt.stack([theta[c] if isinstance(c, str) else pt.zeros_like(first) + float(c)
                         for c in columns], axis=1)
@@ -241,7 +254,7 @@ def forms_pymc_model(model: Any, trials: pd.DataFrame, form_parameters: Sequence
     if kernel is None:
         raise NotImplementedError(f"model {model.name!r} has no pointwise likelihood kernel")
     op = pointwise_loglik_op(kernel, model.name)
-    subjects, idx, arrays = pool_model_arrays(model, trials)
+    subjects, idx, arrays, centred = _pooled_and_centred(model, trials, False)
     form_of = trials.groupby("subject", sort=False)["form"].first()
     forms, form_idx = np.unique(form_of.loc[list(subjects)].to_numpy(dtype=np.int64), return_inverse=True)
     columns = model.kernel_columns or model.parameters.names
@@ -254,8 +267,7 @@ def forms_pymc_model(model: Any, trials: pd.DataFrame, form_parameters: Sequence
             sigma = pm.HalfNormal(f"{name}_form_sigma", form_sd_scale)
             z = pm.Normal(f"{name}_form_z", 0.0, 1.0, dims="form")
             shifts[name] = (sigma * z)[subject_form]
-        theta = subject_parameters(model.parameters, True, centred=getattr(model, "centred_parameters", ()),
-                                   shifts=shifts)
+        theta = subject_parameters(model.parameters, True, centred=centred, shifts=shifts)
         first = theta[model.parameters.names[0]]
         mat = pt.stack([theta[c] if isinstance(c, str) else pt.zeros_like(first) + float(c)
                         for c in columns], axis=1)

@@ -172,6 +172,17 @@ class BayesFit:
     #: choice, for which :meth:`with_posterior_predictive` draws replicated choices).
     choice_options: int | None = None
 
+    @property
+    def centred_parameters(self) -> tuple[str, ...]:
+        """The parameters the sampler drew centred (``{p}_u``: declared by the model, or pinned by the data,
+        :mod:`cogtestbed.inference.centring`), sorted; the others it drew non-centred (``{p}_z``)."""
+        names: set[str] = set()
+        for group in ("posterior", "unconstrained_posterior"):
+            if group in self.idata.groups():
+                names |= {str(v)[:-2] for v in self.idata[group].data_vars if str(v).endswith("_u")}
+        population = set(self.idata.posterior.data_vars) if "posterior" in self.idata.groups() else set()
+        return tuple(sorted(n for n in names if f"{n}_mu" in population))  # independent subjects: no population
+
     def with_posterior_predictive(self, seed: int = 0) -> Any:
         """The InferenceData with a ``posterior_predictive`` group of replicated choices (one step
         ahead, binary-choice models), so ``az.plot_ppc(fit.idata)`` draws (issue 75); seeded."""

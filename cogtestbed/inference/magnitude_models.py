@@ -210,6 +210,9 @@ class LinearModel(_MagnitudeModel):
     name: ClassVar[str] = "linear"
     parameters: ClassVar[ParameterSet] = OBSERVERS["linear"][0]
     pointwise_kernel: ClassVar[Any] = linear_pointwise
+    #: The parameters each subject's data pin are sampled centred, chosen from the data before sampling
+    #: (:mod:`cogtestbed.inference.centring`; on for this family by ``benchmarks/studies/centring_by_data.py``).
+    centre_pinned: ClassVar[bool] = True
 
     def _closed_form_fit(self, data: MagnitudeData) -> tuple[np.ndarray, float]:
         pw, pb = self.parameters["w"], self.parameters["b"]

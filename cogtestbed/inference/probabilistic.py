@@ -140,6 +140,9 @@ class GeneralisedBayes(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = gaussian_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("y", "x1", "x2")
     observed_name: ClassVar[str] = "report"
+    #: The parameters each subject's data pin are sampled centred, chosen from the data before sampling
+    #: (:mod:`cogtestbed.inference.centring`; on for this family by ``benchmarks/studies/centring_by_data.py``).
+    centre_pinned: ClassVar[bool] = True
 
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return judgement_data(trials)

@@ -257,12 +257,12 @@ def write_spec(case: Case, data: list[Any], path: Path, sampler: dict[str, Any])
         point = {k: rng.normal(0.0, 0.7, size=np.shape(v)) for k, v in pm_model.initial_point().items()}
         points.append(point)
     check_logp = [float(logp(p)) for p in points]
+    centred_by_rep = [centred_of(case, model, t) for t in data]
     meta = {
         "likelihood": case.likelihood, "n_subjects": len(subjects), "fields": list(arrays0),
         "parameters": [{"name": p.name, "transform": p.transform, "lower": float(p.lower), "upper": float(p.upper),
                         "prior_mean": float(p.prior_mean), "prior_sd": float(p.prior_sd)} for p in model.parameters],
-        "centred": centred_of(case, model, data[0]), "centred_by_rep": [centred_of(case, model, t) for t in data],
-        "sd_scale": SD_SCALE,
+        "centred": centred_by_rep[0], "centred_by_rep": centred_by_rep, "sd_scale": SD_SCALE,
         "columns": case_columns(case, model), "static": static_of(case, arrays0), **scenario_meta(case, model, data),
         "check_points": [{k: np.asarray(v).tolist() for k, v in p.items()} for p in points], **sampler,
     }

@@ -41,7 +41,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from lowrank_per_family import cell, fits, holds  # noqa: E402  (a sibling study script, not a package)
+from lowrank_per_family import cell, fits, holds, write_record  # noqa: E402  (a sibling study script, not a package)
 
 BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
 CASES = ["generalised-bayes", "magnitude-linear", "bart", "belief-mnl", "belief-loss", "rw-pm", "two-step-hybrid",
@@ -146,16 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     verdict = f"the rule takes its candidate for: {', '.join(taken) or 'none'}"
     print("\n".join([CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows), verdict]))
     if o.record:
-        import recorded
-
-        command = "python benchmarks/studies/centring_per_family.py" + (
-            "" if cases == CASES else f" --cases {o.cases}")
-        notes = f"{CELL}; {verdict}"
-        if o.source is not None:
-            notes = (f"the outputs of the bench commands this script runs, made by --save runs and re-read with "
-                     f"--from ({o.provenance or 'provenance not given'}). " + notes)
-        recorded.write(o.record, command, [{"title": "fresh data sets 6 to 9", "columns": COLUMNS, "rows": rows}],
-                       notes=notes)
+        write_record(o, "centring_per_family.py", CASES, CELL, verdict,
+                     [{"title": "fresh data sets 6 to 9", "columns": COLUMNS, "rows": rows}],
+                     made="made by --save runs")
     return 0
 
 

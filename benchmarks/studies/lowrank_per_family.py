@@ -133,6 +133,22 @@ CELL = ("Each cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat
         "data set 2 is each process's first fit (it compiles)")
 
 
+def write_record(o: argparse.Namespace, script: str, default_cases: list[str], legend: str, verdict: str,
+                 tables: list[dict[str, Any]], made: str = "made one after another") -> None:
+    """Write ``o.record`` (``--record NAME``) of a per-family study: its command (``--cases`` where not the default
+    list), the cell ``legend`` and ``verdict`` as notes, preceded with how its outputs were made where read with
+    ``--from`` (``o.provenance``)."""
+    import recorded
+
+    cases = [c for c in o.cases.split(",") if c]
+    command = f"python benchmarks/studies/{script}" + ("" if cases == default_cases else f" --cases {o.cases}")
+    notes = f"{legend}; {verdict}"
+    if o.source is not None:
+        notes = (f"the outputs of the bench commands this script runs, {made} and re-read with "
+                 f"--from ({o.provenance or 'provenance not given'}). " + notes)
+    recorded.write(o.record, command, tables, notes=notes)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     study_options(ap, CASES, list(SETTINGS))
@@ -156,14 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if o.record:
         sys.path.insert(0, str(HERE))
-        import recorded
-
-        command = "python benchmarks/studies/lowrank_per_family.py" + ("" if cases == CASES else f" --cases {o.cases}")
-        notes = f"{CELL}; the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}"
-        if o.source is not None:
-            notes = (f"the outputs of the bench commands this script runs, made one after another and re-read with "
-                     f"--from ({o.provenance or 'provenance not given'}). " + notes)
-        recorded.write(o.record, command, tables, notes=notes)
+        write_record(o, "lowrank_per_family.py", CASES, CELL,
+                     f"the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}", tables)
     return 0
 
 

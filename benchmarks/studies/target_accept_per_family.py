@@ -28,7 +28,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from lowrank_per_family import cell, fits, outputs_of, study_options  # noqa: E402  (a sibling study script, not a package)
+from lowrank_per_family import cell, fits, outputs_of, study_options, write_record  # noqa: E402  (a sibling study script, not a package)
 
 BENCH = HERE.parent / "bench_hierarchical_vs_numpyro.py"
 CASES = ["horizon", "two-step-hybrid", "two-step-model-based", "two-step-model-free", "magnitude-kalman", "rw-pm"]
@@ -88,16 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     verdict = f"the rule takes target acceptance 0.95 for: {', '.join(switched) or 'none'}"
     print("\n".join([CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows), verdict]))
     if o.record:
-        import recorded
-
-        command = "python benchmarks/studies/target_accept_per_family.py" + (
-            "" if cases == CASES else f" --cases {o.cases}")
-        notes = f"{CELL}; {verdict}"
-        if o.source is not None:
-            notes = (f"the outputs of the bench commands this script runs, made one after another and re-read with "
-                     f"--from ({o.provenance or 'provenance not given'}). " + notes)
-        recorded.write(o.record, command,
-                       [{"title": "fresh data sets 2 to 5", "columns": COLUMNS, "rows": rows}], notes=notes)
+        write_record(o, "target_accept_per_family.py", CASES, CELL, verdict,
+                     [{"title": "fresh data sets 2 to 5", "columns": COLUMNS, "rows": rows}])
     return 0
 
 

@@ -9,14 +9,14 @@ same priors, likelihood and data: ``benchmarks/numpyro_models.py``).
 For each case: ``--reps`` data sets simulated with cogtestbed from one draw each of the model's
 hierarchical prior (:func:`~cogtestbed.inference.hierarchical.sample_hierarchical_prior`, seeded), fitted
 by :func:`~cogtestbed.inference.hierarchical.fit_hierarchical` with the product's settings (nutpie, the
-model's target acceptance, ``chains`` × (``tune`` + ``draws``), cores 2, seed = rep) in this process, then
-by NumPyro's NUTS in a subprocess of the NumPyro environment (same chains, tuning, draws, target
-acceptance).  Both report CPU seconds of the fit (process CPU time, every thread, model building and
-compilation included: the first data set compiles, the next reuse the compiled model on both sides) and
-the same diagnostics (:func:`~cogtestbed.inference.hierarchical.diagnose` over the free variables: min
-bulk and tail ESS, max R-hat, divergences) and the mean leapfrog steps per draw after tuning
-(``mean_steps``).  The pointwise log-likelihood for PSIS-LOO, which ``ct.fit``
-adds after sampling, is left out (NumPyro computes none).
+model's target acceptance, ``chains`` × (``tune`` + ``draws``), seed = rep; ``--cores`` threads, default 1:
+chains one after another, as NumPyro's) in this process, then by NumPyro's NUTS in a subprocess of the
+NumPyro environment (same chains, tuning, draws, target acceptance).  Both report CPU seconds of the fit
+(process CPU time, every thread, model building and compilation included: the first data set compiles, the
+next reuse the compiled model on both sides) and the same diagnostics
+(:func:`~cogtestbed.inference.hierarchical.diagnose` over the free variables: min bulk and tail ESS, max
+R-hat, divergences) and the mean leapfrog steps per draw after tuning (``mean_steps``).  The pointwise
+log-likelihood for PSIS-LOO, which ``ct.fit`` adds after sampling, is left out (NumPyro computes none).
 
 Before timing, the two models are checked to be the same: the log-likelihood of data set 0 at three
 parameter matrices drawn from the prior (the package's numba kernel against the JAX transcription) and

@@ -60,6 +60,29 @@ def test_gradient_matches_finite_differences(sim_data):
         np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-6)
 
 
+def test_pooled_kernel_is_each_subject_alone_and_clipped_trials_carry_no_gradient(sim_data):
+    """The RW± kernel over all subjects' trials at once (the hierarchical fit's call: the values reset where the
+    subject changes) is each subject's call alone, row by row; a clipped trial's gradient is exactly 0, even
+    where β·∂V overflows (β ≥ 1e308)."""
+    from cogtestbed.inference.instrumental import CLIP_HI, CLIP_LO, rwpm_pointwise_kernel
+
+    data = list(sim_data.values())
+    obs = np.concatenate([np.full(len(d.action), i) for i, d in enumerate(data)])
+    arrays = [np.concatenate([getattr(d, f) for d in data]) for f in ("action", "casino", "reward")]
+    rng = np.random.default_rng(5)
+    for low, high in ((0.5, 20.0), (1e308, 1.7e308)):
+        theta = np.column_stack([rng.random(len(data)), rng.random(len(data)), rng.uniform(low, high, len(data))])
+        ll, grad = rwpm_pointwise_kernel(theta, obs, *arrays)
+        for i, d in enumerate(data):
+            ll_i, grad_i = rwpm_pointwise_kernel(theta[i:i + 1], np.zeros(len(d.action), np.int64), d.action, d.casino,
+                                                 d.reward)
+            np.testing.assert_allclose(ll[obs == i], ll_i, rtol=1e-13)
+            np.testing.assert_allclose(grad[obs == i], grad_i, rtol=1e-12, atol=1e-12)
+        clipped = (ll == np.log(CLIP_LO)) | (ll == np.log(CLIP_HI))
+        assert clipped.any()
+        assert np.all(grad[clipped] == 0.0)
+
+
 def test_mle_recovers_generating_parameters_with_long_sessions():
     from cogtestbed.environments.instrumental import InstrumentalDesign
 

@@ -434,7 +434,9 @@ def rwpm_pointwise_kernel(
     changes; only valid trials are passed in (an invalid trial neither counts nor learns).
     Forward-mode derivatives of the values: for the chosen arm with rate α (selected by the
     sign of δ), ∂V'/∂α = δ + (1 − α)·∂V/∂α and ∂V'/∂α_other = (1 − α)·∂V/∂α_other; a clipped
-    trial contributes a constant, hence no gradient.
+    trial contributes a constant, hence no gradient.  The recursion runs first, then the log-sigmoids
+    over all trials: the recursion's loop carries no transcendental call and the exponentials do not wait
+    on each other (faster than one loop doing both: ``benchmarks/bench_rw_pymc.py``, docs/benchmarks.md).
 
     PyMC formulation chosen by measurement (``benchmarks/bench_rw_pymc.py``, 50 subjects × 96
     trials, logp+gradient): a pytensor ``scan`` over trials and a loop-free closed form were both
@@ -444,15 +446,13 @@ def rwpm_pointwise_kernel(
     n_casinos = 1
     for t in range(n):
         n_casinos = max(n_casinos, casino[t] + 1)
-    ll = np.empty(n)
-    grad = np.zeros((n, 3))
+    x = np.empty(n)  # β·(V_chosen − V_other) of each trial
+    grad = np.empty((n, 3))  # d x / d (α⁺, α⁻, β), times d log σ(x) / d x below
     values = np.full((n_casinos, 2), V0)
     d_pos = np.zeros((n_casinos, 2))
     d_neg = np.zeros((n_casinos, 2))
-    log_lo = np.log(CLIP_LO)
-    log_hi = np.log(CLIP_HI)
     current = -1
-    for t in range(n):
+    for t in range(n):  # the values' recursion (sequential; no transcendental function)
         s = obs_subject[t]
         if s != current:
             current = s
@@ -464,29 +464,10 @@ def rwpm_pointwise_kernel(
         c = casino[t]
         o = 1 - a
         diff = values[c, a] - values[c, o]
-        x = beta * diff
-        if x >= CLIP_X:  # clipped (CLIP_X): a constant, no gradient
-            ll[t] = log_hi
-        elif x <= -CLIP_X:
-            ll[t] = log_lo
-        else:
-            # log σ(x) and its slope 1 − σ(x) from one exp, overflow-free.
-            e = np.exp(-abs(x))
-            if x >= 0.0:
-                logp = -np.log1p(e)
-                slope = e / (1.0 + e)
-            else:
-                logp = x - np.log1p(e)
-                slope = 1.0 / (1.0 + e)
-            if logp < log_lo:
-                ll[t] = log_lo
-            elif logp > log_hi:
-                ll[t] = log_hi
-            else:
-                ll[t] = logp
-                grad[t, 0] = slope * beta * (d_pos[c, a] - d_pos[c, o])
-                grad[t, 1] = slope * beta * (d_neg[c, a] - d_neg[c, o])
-                grad[t, 2] = slope * diff
+        x[t] = beta * diff
+        grad[t, 0] = beta * (d_pos[c, a] - d_pos[c, o])
+        grad[t, 1] = beta * (d_neg[c, a] - d_neg[c, o])
+        grad[t, 2] = diff
         delta = reward[t] - values[c, a]
         if delta > 0.0:
             values[c, a] += alpha_pos * delta
@@ -496,6 +477,33 @@ def rwpm_pointwise_kernel(
             values[c, a] += alpha_neg * delta
             d_neg[c, a] = delta + (1.0 - alpha_neg) * d_neg[c, a]
             d_pos[c, a] = (1.0 - alpha_neg) * d_pos[c, a]
+    # log σ(x) and its slope 1 − σ(x) from e = exp(−|x|), overflow-free: one pass over the trials after the
+    # recursion, the exponentials independent of each other (the recursion's loop carries no transcendental call)
+    e = np.empty(n)
+    for t in range(n):
+        e[t] = np.exp(-abs(x[t]))
+    ll = np.empty(n)
+    log_lo = np.log(CLIP_LO)
+    log_hi = np.log(CLIP_HI)
+    for t in range(n):
+        slope = 0.0  # clipped (CLIP_X, or log p beyond the clip): a constant, no gradient
+        if x[t] >= CLIP_X:
+            ll[t] = log_hi
+        elif x[t] <= -CLIP_X:
+            ll[t] = log_lo
+        else:
+            if x[t] >= 0.0:
+                logp, sigma_slope = -np.log1p(e[t]), e[t] / (1.0 + e[t])
+            else:
+                logp, sigma_slope = x[t] - np.log1p(e[t]), 1.0 / (1.0 + e[t])
+            if logp < log_lo:
+                ll[t] = log_lo
+            elif logp > log_hi:
+                ll[t] = log_hi
+            else:
+                ll[t], slope = logp, sigma_slope
+        for j in range(3):
+            grad[t, j] = grad[t, j] * slope if slope != 0.0 else 0.0
     return ll, grad
 
 

@@ -93,6 +93,17 @@ class Parameter:
         return z
 
 
+    def constrained_slope(self, x: np.ndarray | float) -> np.ndarray:
+        """d(natural value)/d(unconstrained value) of :meth:`to_constrained`, at natural values ``x``."""
+        import numpy as np
+
+        x = np.asarray(x, dtype=np.float64)
+        if self.transform == "logit":
+            return (x - self.lower) * (self.upper - x) / (self.upper - self.lower)
+        if self.transform == "log":
+            return x - self.lower
+        return np.ones_like(x)
+
     def inside(self, x: np.ndarray | float) -> np.ndarray:
         """``x`` clipped into the bounds: a prior sampler's draws respect the bounds for every
         parameter (a log-transformed parameter with a finite upper bound maps the whole real line

@@ -110,7 +110,7 @@ def test_the_jacobian_is_the_derivative_of_the_constraining_map(transform: str, 
     u = np.linspace(-3.0, 3.0, 13)
     h = 1e-6
     numeric = (p.to_constrained(u + h) - p.to_constrained(u - h)) / (2 * h)
-    np.testing.assert_allclose(centring._dnatural_du(p, p.to_constrained(u)), numeric, rtol=1e-6)
+    np.testing.assert_allclose(p.constrained_slope(p.to_constrained(u)), numeric, rtol=1e-6)
 
 
 def test_the_pymc_model_samples_the_chosen_parameters_centred(monkeypatch: pytest.MonkeyPatch) -> None:

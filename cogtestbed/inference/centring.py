@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.inference.hierarchical_op import pool_subject_arrays
+from cogtestbed.inference.hierarchical_op import pool_subject_arrays, segment_sum
 
 #: A parameter is sampled centred where its pinned measure (module docstring) is below this.
 PINNED_CENTRED = 0.5
@@ -64,20 +64,10 @@ def _unconstrained_gradients(model: Any, theta: np.ndarray, idx: np.ndarray,
     embed, offset = model.embedding()
     columns = np.ascontiguousarray(offset + theta @ embed)
     _, grad = model._kernel()(columns, idx, *arrays)
-    per_column = np.zeros((theta.shape[0], columns.shape[1]))
-    np.add.at(per_column, idx, np.asarray(grad))
+    per_column = segment_sum(np.ones(idx.shape[0]), np.asarray(grad), idx, columns)
     natural = per_column @ embed.T
-    jacobian = np.column_stack([_dnatural_du(p, theta[:, j]) for j, p in enumerate(model.parameters)])
+    jacobian = np.column_stack([p.constrained_slope(theta[:, j]) for j, p in enumerate(model.parameters)])
     return natural * jacobian
-
-
-def _dnatural_du(p: Any, x: np.ndarray) -> np.ndarray:
-    """d(natural)/d(unconstrained) of parameter ``p`` at natural values ``x``."""
-    if p.transform == "logit":
-        return (x - p.lower) * (p.upper - x) / (p.upper - p.lower)
-    if p.transform == "log":
-        return x - p.lower
-    return np.ones_like(x)
 
 
 def _interior(model: Any, theta: np.ndarray) -> np.ndarray:

@@ -132,7 +132,7 @@ class SubjectLikelihood:
         with np.errstate(invalid="ignore", over="ignore"):
             total_ll = self.per_subject(np.asarray(ll))
             total_grad = self.per_subject(np.asarray(grad)) @ self.model.embedding()[0].T
-            slope = np.column_stack([natural_slope(p, U[:, j], nat[:, j]) for j, p in enumerate(self.params)])
+            slope = np.column_stack([p.constrained_slope(nat[:, j]) for j, p in enumerate(self.params)])
             gradient = total_grad * slope
         return (np.where(np.isnan(total_ll), -np.inf, total_ll),
                 np.where(np.isfinite(gradient), gradient, 0.0))
@@ -146,15 +146,6 @@ class SubjectLikelihood:
             return np.bincount(self.data.obs_subject, weights=values, minlength=self.n)
         return np.column_stack([np.bincount(self.data.obs_subject, weights=values[:, j], minlength=self.n)
                                 for j in range(values.shape[1])])
-
-
-def natural_slope(p: Any, u: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """d(natural value)/du of :meth:`~cogtestbed.parameters.Parameter.to_constrained`."""
-    if p.transform == "logit":
-        return (x - p.lower) * (p.upper - x) / (p.upper - p.lower)
-    if p.transform == "log":
-        return x - p.lower
-    return np.ones_like(u)
 
 
 def subject_data(model: Any, trials: pd.DataFrame) -> SubjectData:

@@ -502,7 +502,7 @@ def rwpm_pointwise_kernel(
                 ll[t] = log_hi
             else:
                 ll[t], slope = logp, sigma_slope
-        for j in range(3):
+        for j in range(3):  # a clipped row is 0, not 0 · (β·∂V): that is NaN where β·∂V overflows
             grad[t, j] = grad[t, j] * slope if slope != 0.0 else 0.0
     return ll, grad
 

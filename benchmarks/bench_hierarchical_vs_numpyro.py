@@ -278,8 +278,6 @@ def centred_of(case: Case, model: Any, table: Any) -> list[str]:
     """The parameters the package's hierarchical model of ``table`` samples centred (its ``{p}_u`` free variables: the
     model's declared ones and those the data pin, ``cogtestbed.inference.centring``); NumPyro's model of that data set
     samples the same ones centred."""
-    if case.pooling == "scenarios":
-        return list(model.parameters.names)
     free = {v.name for v in model.pymc_model(table).free_RVs}
     return [p for p in model.parameters.names if f"{p}_u" in free]
 

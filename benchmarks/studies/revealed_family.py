@@ -39,7 +39,12 @@ from scipy import stats
 from cogtestbed.environments.revealed import RevealedDesign
 from cogtestbed.environments.revealed_floor import noise_floor
 from cogtestbed.environments.revealed_items import SINGLE_OBSERVATIONS
-from cogtestbed.inference.revealed_hierarchical import SCENARIO_POOLED, dissonant_pymc_model
+from cogtestbed.inference.revealed_hierarchical import (
+    SCENARIO_POOLED,
+    SUBJECT_LEVEL,
+    SUBJECT_LEVELS,
+    dissonant_pymc_model,
+)
 from cogtestbed.inference.revealed_model import KAPPA_IDENTIFIED, MODELS
 from cogtestbed.simulation import simulate
 
@@ -185,7 +190,7 @@ def _worst(table: pd.DataFrame, n: int = 4) -> dict[str, dict[str, float]]:
 
 
 def hierarchical_recovery(n_subjects: int = 8, draws: int = 1000, tune: int = 1000, chains: int = 2,
-                          scenario_sd: float = 0.0, seed: int = 0, subject_level: str = "centred"
+                          scenario_sd: float = 0.0, seed: int = 0, subject_level: str = SUBJECT_LEVEL
                           ) -> dict[str, Any]:
     """Study 7: the scenario-pooled hierarchical PyMC fit of the dissonant agent at
     :data:`HIERARCHICAL_DESIGN` (subjects drawn from :data:`RECOVERY_RANGES`): sampler
@@ -272,8 +277,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--chains", type=int, default=4, help="hierarchical study: chains")
     parser.add_argument("--scenario-sd", type=float, default=0.0,
                         help="hierarchical study: true SD of the per-scenario bias deviations")
-    parser.add_argument("--subject-level", choices=("centred", "non-centred"), default="centred",
-                        help="hierarchical study: parameterisation of the population -> subject level")
+    parser.add_argument("--subject-level", choices=SUBJECT_LEVELS, default=SUBJECT_LEVEL,
+                        help="hierarchical study: parameterisation of the population -> subject level (data: the "
+                             "data's choice per parameter, the product's default)")
     return parser
 
 

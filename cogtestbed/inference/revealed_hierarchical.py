@@ -2,8 +2,17 @@
 
 Subjects (LLMs, or synthetic agents) get every parameter from a population (the priors and names
 of :func:`~cogtestbed.inference.hierarchical.subject_parameters`, each parameter through its own
-transform: logit for τ, κ, ν), written centred by default (:func:`centred_subject_parameters`:
-each subject's data are far sharper than the population spread) or non-centred.
+transform: logit for τ, κ, ν).  By default the data choose, per parameter, whether it is sampled
+centred (:mod:`~cogtestbed.inference.centring`: centred where each subject's data pin it far more
+tightly than the population spreads subjects, as hundreds of exact distributions a subject do;
+non-centred otherwise, and for every parameter with fewer than
+:data:`~cogtestbed.inference.centring.MIN_SUBJECTS` subjects).  Until 28 Nov 2026 every parameter was
+centred: on subjects drawn from the prior on a reduced grid that fit diverged (6 subjects: R-hat 1.166,
+716 divergences; 10 subjects: 454), where the data's choice held or nearly (0 and 13 divergences;
+docs/benchmarks.md).  Its price: on a few sharply pinned subjects (fewer than ``MIN_SUBJECTS``, as a
+handful of LLMs with exact distributions) the non-centred form takes far longer trajectories than the
+centred one (6 models at the study design of docs/revealed-belief.md: 2,437 s wall against 242 s, both
+holding); ``subject_level="centred"`` keeps the earlier form for such data.
 On top, the RevB biases that the paper finds to vary by scenario (first-option, anchoring,
 round-number and midpoint biases, §5) are partially pooled *across the scenarios within each
 subject*: ``β[s, c] = β[s] + σ_β · z[s, c]`` with ``z ~ Normal(0, 1)`` (non-centred) and
@@ -35,7 +44,6 @@ import pandas as pd
 from cogtestbed.environments.revealed import FEATURES
 from cogtestbed.environments.revealed_items import SCENARIOS
 from cogtestbed.errors import InputError
-from cogtestbed.inference.hierarchical import SD_SCALE
 
 #: Biases given per-scenario deviations (partially pooled within each subject).
 SCENARIO_POOLED = ("beta_first", "beta_anchor", "beta_round", "beta_mid")
@@ -43,8 +51,11 @@ SCENARIO_POOLED = ("beta_first", "beta_anchor", "beta_round", "beta_mid")
 #: ±1 in log-odds between scenarios are plausible (the paper's implied first-option biases span
 #: 1.4–4.5 across scenarios and models), ±2 are not.
 SCENARIO_SD_SCALE = 0.5
-#: Parameterisation of the population → subject level (see :func:`centred_subject_parameters`).
-SUBJECT_LEVEL = "centred"
+#: Parameterisation of the population → subject level: ``data`` (the data's choice per parameter,
+#: :func:`~cogtestbed.inference.centring.centred_parameters`), ``centred`` or ``non-centred`` (every parameter).
+SUBJECT_LEVEL = "data"
+#: The values of ``subject_level``.
+SUBJECT_LEVELS = ("data", "centred", "non-centred")
 #: Feature (row of the item feature matrix) of each pooled bias.
 _FEATURE_OF = {"beta_first": "first", "beta_anchor": "anchor", "beta_round": "round", "beta_mid": "mid"}
 
@@ -85,43 +96,34 @@ def pooled_scenarios(arrays: dict[str, np.ndarray], scenario: np.ndarray) -> dic
     return out
 
 
-def centred_subject_parameters(parameters: Any, sd_scale: float = SD_SCALE) -> dict[str, Any]:
-    """The population → subject level of :func:`subject_parameters` written *centred*:
-    ``u_i ~ Normal({p}_mu, {p}_sigma)`` on the unconstrained scale, ``{p} = constrain(u)``; same
-    priors and names (``{p}_mu``, ``{p}_sigma``, ``{p}_pop``, ``{p}``; the subject values on the
-    unconstrained scale are ``{p}_u``).
+def subject_level_centred(model: Any, trials: pd.DataFrame, subject_level: str = SUBJECT_LEVEL) -> tuple[str, ...]:
+    """The parameters the hierarchical fit samples centred at ``subject_level`` (:data:`SUBJECT_LEVELS`): the data's
+    choice (:func:`~cogtestbed.inference.centring.centred_parameters`, on the subjects' valid steps), every parameter,
+    or none."""
+    from cogtestbed.inference.centring import centred_parameters
 
-    Centred is the better geometry when every subject's likelihood is much sharper than the
-    population spread (Papaspiliopoulos, Roberts & Sköld 2007; Betancourt & Girolami 2015), as
-    here: hundreds of exact distributions per subject pin each parameter to a few hundredths,
-    and the non-centred ``u_i = μ + σ·z_i`` then leaves NUTS a thin curved ridge in (μ, σ, z)."""
-    import pymc as pm
-
-    from cogtestbed.inference.hierarchical import constrain
-
-    out = {}
-    for p in parameters:
-        mu = pm.Normal(f"{p.name}_mu", p.prior_mean, p.prior_sd)
-        sigma = pm.HalfNormal(f"{p.name}_sigma", sd_scale * p.prior_sd)
-        u = pm.Normal(f"{p.name}_u", mu, sigma, dims="subject")
-        pm.Deterministic(f"{p.name}_pop", constrain(p, mu))
-        out[p.name] = pm.Deterministic(p.name, constrain(p, u), dims="subject")
-    return out
+    if subject_level not in SUBJECT_LEVELS:
+        raise InputError(f"subject_level must be one of {', '.join(SUBJECT_LEVELS)}, got {subject_level!r}")
+    if subject_level == "centred":
+        return tuple(model.parameters.names)
+    if subject_level == "non-centred":
+        return ()
+    return centred_parameters(model, model.subject_data(trials))
 
 
 def dissonant_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = True,
                          subject_level: str = SUBJECT_LEVEL) -> Any:
-    """The ``pm.Model`` (contract of :mod:`cogtestbed.inference.hierarchical`); ``subject_level``
-    "centred" (default, :func:`centred_subject_parameters`) or "non-centred"
-    (:func:`~cogtestbed.inference.hierarchical.subject_parameters`)."""
+    """The ``pm.Model`` (contract of :mod:`cogtestbed.inference.hierarchical`); ``subject_level`` (``data``,
+    the default, ``centred`` or ``non-centred``: :func:`subject_level_centred`) says which parameters
+    :func:`~cogtestbed.inference.hierarchical.subject_parameters` samples centred."""
     import pymc as pm
     import pytensor.tensor as pt
 
     from cogtestbed.inference.hierarchical import pointwise_loglik_op, subject_parameters
 
-    if subject_level not in ("centred", "non-centred"):
-        raise InputError(f"subject_level must be centred or non-centred, got {subject_level!r}")
-
+    if subject_level not in SUBJECT_LEVELS:
+        raise InputError(f"subject_level must be one of {', '.join(SUBJECT_LEVELS)}, got {subject_level!r}")
+    centred = subject_level_centred(model, trials, subject_level) if hierarchical else ()
     subjects, scenario, cell, arrays = cell_arrays(model, trials)
     pooled = pooled_scenarios(arrays, scenario)
     n_sub, n_scen = len(subjects), len(SCENARIOS)
@@ -129,10 +131,7 @@ def dissonant_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = 
     coords.update({f"{name}_scenario": [SCENARIOS[c] for c in cs] for name, cs in pooled.items()})
     op = pointwise_loglik_op(model.kernel(), model.name)
     with pm.Model(coords=coords) as m:
-        if hierarchical and subject_level == "centred":
-            theta: Any = centred_subject_parameters(model.parameters)
-        else:
-            theta = subject_parameters(model.parameters, hierarchical)
+        theta = subject_parameters(model.parameters, hierarchical, centred=centred)
         columns = []
         for name in model.parameters.names:
             value = pt.repeat(theta[name][:, None], n_scen, axis=1)  # (subject, scenario)
@@ -149,5 +148,5 @@ def dissonant_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = 
         ll = op(mat, obs_cell, *data)[0]
         pm.CustomDist("answers", ll, logp=lambda value, row_ll: row_ll + 0.0 * value,
                       observed=np.zeros(len(cell)), dims="obs")
-    m.cogtestbed_key = ("revealed-dissonant", subject_level, tuple(sorted(pooled.items())))
+    m.cogtestbed_key = ("revealed-dissonant", hierarchical, centred, tuple(sorted(pooled.items())))
     return m

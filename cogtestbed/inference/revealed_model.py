@@ -243,6 +243,9 @@ class DissonantModel(CognitiveModel):
     #: One BFGS run from the best of the start points: the likelihood is smooth in the linear
     #: parameters and every recovery fit converged from it (studies in cogtestbed.validation).
     n_starts: ClassVar[int] = 1
+    #: The hierarchical fit's subject level is chosen from the data per parameter (centred where each subject's
+    #: data pin it: :mod:`cogtestbed.inference.revealed_hierarchical`, ``subject_level="data"``).
+    centre_pinned: ClassVar[bool] = True
     pointwise_kernel: ClassVar[Any] = dissonant_pointwise_kernel
     observation_fields: ClassVar[tuple[str, ...]] = ("x", "lx", "channel", "k", "correct", "method", "nsamp",
                                                      "base", "feat")

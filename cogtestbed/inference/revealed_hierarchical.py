@@ -96,14 +96,19 @@ def pooled_scenarios(arrays: dict[str, np.ndarray], scenario: np.ndarray) -> dic
     return out
 
 
+def check_subject_level(subject_level: str) -> None:
+    """:class:`InputError` in one line unless ``subject_level`` is one of :data:`SUBJECT_LEVELS`."""
+    if subject_level not in SUBJECT_LEVELS:
+        raise InputError(f"subject_level must be one of {', '.join(SUBJECT_LEVELS)}, got {subject_level!r}")
+
+
 def subject_level_centred(model: Any, trials: pd.DataFrame, subject_level: str = SUBJECT_LEVEL) -> tuple[str, ...]:
     """The parameters the hierarchical fit samples centred at ``subject_level`` (:data:`SUBJECT_LEVELS`): the data's
     choice (:func:`~cogtestbed.inference.centring.centred_parameters`, on the subjects' valid steps), every parameter,
     or none."""
     from cogtestbed.inference.centring import centred_parameters
 
-    if subject_level not in SUBJECT_LEVELS:
-        raise InputError(f"subject_level must be one of {', '.join(SUBJECT_LEVELS)}, got {subject_level!r}")
+    check_subject_level(subject_level)
     if subject_level == "centred":
         return tuple(model.parameters.names)
     if subject_level == "non-centred":
@@ -121,8 +126,7 @@ def dissonant_pymc_model(model: Any, trials: pd.DataFrame, hierarchical: bool = 
 
     from cogtestbed.inference.hierarchical import pointwise_loglik_op, subject_parameters
 
-    if subject_level not in SUBJECT_LEVELS:
-        raise InputError(f"subject_level must be one of {', '.join(SUBJECT_LEVELS)}, got {subject_level!r}")
+    check_subject_level(subject_level)  # refused with independent subjects too
     centred = subject_level_centred(model, trials, subject_level) if hierarchical else ()
     subjects, scenario, cell, arrays = cell_arrays(model, trials)
     pooled = pooled_scenarios(arrays, scenario)

@@ -33,6 +33,7 @@ missing.  CPU time, not wall: the machine is shared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -41,6 +42,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,7 +75,7 @@ class Case:
     #: game, a probabilistic-reasoning session two judgements.
     runs: int = 1
     #: How the PyMC model pools the table: ``kernel`` (``pool_model_arrays``, the generic builder),
-    #: ``cells`` (belief coherence's (belief, decision) cells), ``zoib`` (the collider's own
+    #: ``counts`` (belief coherence's decisions counted per distinct belief), ``zoib`` (the collider's own
     #: zero-one-inflated Beta model), ``scenarios`` (revealed belief's (subject, scenario) cells).
     pooling: str = "kernel"
 
@@ -104,8 +106,8 @@ CASES: dict[str, Case] = {
     "two-step-model-based": Case("two-step", "model-based", "twostep"),
     "two-step-model-free": Case("two-step", "model-free", "twostep"),
     "restless-kalman": Case("restless-bandit", "kalman", "kalman-chooser"),
-    "belief-mnl": Case("belief-coherence", "mnl", "mnl", pooling="cells"),
-    "belief-loss": Case("belief-coherence", "loss", "loss", pooling="cells"),
+    "belief-mnl": Case("belief-coherence", "mnl", "mnl", pooling="counts"),
+    "belief-loss": Case("belief-coherence", "loss", "loss", pooling="counts"),
     "collider-3p": Case("collider", "cbn-3p", "zoib", pooling="zoib"),
     "collider-4p": Case("collider", "cbn-4p", "zoib", pooling="zoib"),
     "revealed-dissonant": Case("revealed-belief", "dissonant", "dissonant", subjects=10, pooling="scenarios",
@@ -157,10 +159,8 @@ def pooled_arrays(case: Case, model: Any, table: Any) -> tuple[list[Any], np.nda
     """(subjects, kernel row of every observation, the kernel's arrays) as the case's PyMC model pools them."""
     from cogtestbed.inference.hierarchical import pool_model_arrays
 
-    if case.pooling == "cells":
-        from cogtestbed.inference.belief_models import _Cells
-
-        return pool_model_arrays(_Cells(model), table)
+    if case.pooling == "counts":
+        return pool_model_arrays(model.counts_model(), table)
     if case.pooling == "zoib":
         from cogtestbed.inference.causal_hierarchical import model_data
 
@@ -180,6 +180,8 @@ def case_kernel(case: Case, model: Any) -> Any:
         from cogtestbed.inference.causal_hierarchical import zoib_pointwise_kernel
 
         return zoib_pointwise_kernel
+    if case.pooling == "counts":
+        return model.counts_model().kernel()
     return model.kernel()
 
 
@@ -358,7 +360,9 @@ def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False,
                 cpu_limit: float | None = None) -> dict[str, Any]:
     """Run ``numpyro_models.py`` in NumPyro's environment; its JSON line.
 
-    ``cpu_limit``: CPU seconds the process may use (``RLIMIT_CPU``: the kernel stops it with SIGXCPU).
+    ``cpu_limit``: CPU seconds the process may use (``RLIMIT_CPU``: the kernel stops it with SIGXCPU; where a
+    kernel does not enforce the limit, as this project's sandboxed machines did not on 28 Nov 2026, a watchdog
+    reads the process's CPU from ``/proc`` every :data:`WATCH_S` seconds and sends SIGXCPU itself).
     A process stopped so returns the fits that finished and ``unfinished``: the data set it was
     fitting and the CPU seconds that fit had used when it was stopped (the process's CPU from
     ``getrusage`` less its CPU when the fit began), a lower bound of its cost."""
@@ -371,8 +375,15 @@ def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False,
             resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 30))
 
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run(command + (["--check-only"] if check_only else []), capture_output=True, text=True,
-                          env=env, check=False, preexec_fn=set_limit)
+    with subprocess.Popen(command + (["--check-only"] if check_only else []), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=env, preexec_fn=set_limit) as child:
+        stop = threading.Event()
+        watchdog = threading.Thread(target=_watch_cpu, args=(child.pid, limit, stop), daemon=True)
+        if limit is not None:
+            watchdog.start()
+        stdout, stderr = child.communicate()
+        stop.set()
+    proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     lines = [json.loads(line) for line in proc.stdout.strip().splitlines() if line.startswith("{")]
@@ -387,6 +398,35 @@ def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False,
         raise RuntimeError(f"numpyro_models.py failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     result: dict[str, Any] = lines[-1]
     return result
+
+
+#: Seconds between the watchdog's reads of a NumPyro process's CPU (:func:`fit_numpyro`).
+WATCH_S = 2.0
+
+
+def process_cpu_s(pid: int) -> float | None:
+    """A process's user + system CPU seconds from ``/proc/PID/stat`` (None where it cannot be read)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _watch_cpu(pid: int, limit: int | None, stop: threading.Event) -> None:
+    """Send SIGXCPU to ``pid`` once its CPU passes ``limit``, and SIGKILL 30 s later if it is still running (what
+    ``RLIMIT_CPU``'s soft and hard limits do where the kernel enforces them)."""
+    while limit is not None and not stop.wait(WATCH_S):
+        used = process_cpu_s(pid)
+        if used is None:
+            return
+        if used >= limit:
+            for sig, wait in ((signal.SIGXCPU, 30.0), (signal.SIGKILL, 0.0)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
+                if stop.wait(wait):
+                    return
+            return
 
 
 def stopped_at_limit(lines: Sequence[dict[str, Any]], used: float) -> dict[str, Any]:
@@ -453,7 +493,8 @@ def run_case(name: str, case: Case, args: argparse.Namespace, python: Path) -> l
         np_rows, theirs = [{} for _ in range(args.reps)], checked
     rows = []
     for rep, (pkg, npy) in enumerate(zip(pkg_rows, np_rows, strict=True)):
-        row = {"case": name, "experiment": case.experiment, "model": case.model, "rep": rep,
+        row = {"case": name, "experiment": case.experiment, "model": case.model, "rep": first + rep,
+               "first_fit": rep == 0,
                "subjects": case.subjects, "trials": ours["trials"], "chains": args.chains, "draws": args.draws,
                "tune": sampler["tune"], "cores": args.cores, "load_average": os.getloadavg(),
                "loglik_rel_diff": ll_rel, "logp_rel_diff": logp_rel, "same_model": same,
@@ -537,7 +578,7 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
             lines.append(f"| {r['case']} | {r['rep']} | not timed: the models differ "
                          f"({r['loglik_rel_diff']:.1e}, {r['logp_rel_diff']:.1e}) | | | | | |")
             continue
-        label = f"{r['rep']}{' (compiles)' if r['rep'] == 0 else ''}"
+        label = f"{r['rep']}{' (compiles)' if r.get('first_fit', r['rep'] == 0) else ''}"
         head = (f"| {r['experiment']} {r['model']} | {label} | {r['subjects']} × {r['trials']}, {r['chains']} × "
                 f"({r['tune']} + {r['draws']}) | {p['ess_per_cpu_s']:.1f} ({p['min_ess_bulk']:.0f}, "
                 f"{p['min_ess_tail']:.0f}; {p['cpu_s']:.1f}) | ")
@@ -601,10 +642,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "class for this process): 'none', 'all', or comma-separated names (the per-family "
                              "comparison, benchmarks/studies/centring_per_family.py)")
     parser.add_argument("--first-data-set", type=int, default=0, metavar="K",
-                        help="with --package-only: fit data sets K … K + reps − 1 (seed = data set), e.g. fresh "
-                             "data sets for a comparison chosen on data sets 0 … K − 1; data set K is then the "
-                             "process's first fit and compiles, so its CPU is not that of the same data set "
-                             "under --reps K + n")
+                        help="fit data sets K … K + reps − 1 (seed = data set), e.g. fresh data sets for a "
+                             "comparison chosen on data sets 0 … K − 1, or a later data set against NumPyro without "
+                             "refitting data set 0; data set K is then each side's first fit in its process and "
+                             "compiles, so its CPU is not that of the same data set under --reps K + n")
     parser.add_argument("--package-only", action="store_true",
                         help="only the package's fits (no NumPyro, no checks): before/after a change of the package")
     parser.add_argument("--check-only", action="store_true",
@@ -619,11 +660,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (unknown or args.reps < 1 or args.chains < 2 or args.draws < 1 or (args.tune is not None and args.tune < 1)
             or (args.subjects is not None and args.subjects < 2) or args.cores < 1
             or (args.numpyro_cpu_limit is not None and not args.numpyro_cpu_limit > 0)
-            or args.first_data_set < 0 or (args.first_data_set > 0 and not args.package_only)
+            or args.first_data_set < 0
             or (args.low_rank_mass_matrix and args.diagonal_mass_matrix)
             or (args.target_accept is not None and not 0.5 <= args.target_accept < 1)):
         print(f"give cases of {', '.join(CASES)}, --reps >= 1, --chains >= 2, --draws, --tune, --cores >= 1, "
-              f"--subjects >= 2, --numpyro-cpu-limit > 0, --first-data-set >= 0 (> 0 only with --package-only), "
+              f"--subjects >= 2, --numpyro-cpu-limit > 0, --first-data-set >= 0, "
               f"at most one of --low-rank-mass-matrix and --diagonal-mass-matrix, --target-accept in [0.5, 1) "
               f"(unknown: {unknown})",
               file=sys.stderr)

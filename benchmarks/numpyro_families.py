@@ -1,6 +1,6 @@
 """JAX likelihoods of the families whose NumPyro versions were added second (issue 54 item 1): two-step
 (hybrid, model-based, model-free), the restless bandit's Kalman chooser, belief coherence (MNL, loss, on
-(belief, decision) cells), the collider CBN's zero-one-inflated Beta and the revealed-belief dissonant
+decisions counted per distinct belief), the collider CBN's zero-one-inflated Beta and the revealed-belief dissonant
 model.  Imported by ``numpyro_models.py`` in NumPyro's environment; imports no cogtestbed code.
 
 Each function is a transcription of the package's numba kernel (named in its docstring): the same
@@ -129,26 +129,30 @@ def kalman_chooser_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any])
     return ll.T
 
 
-def _log_softmax3_at(v: Any, a: Any) -> Any:
+def _counted_log_softmax3(v: Any, d: dict[str, Any]) -> Any:
+    """Σ_a n_a · log softmax(v)[a] per row, the counts ``n_no``, ``n_yes``, ``n_defer`` of ``d``."""
     import jax
     import jax.numpy as jnp
 
-    return jnp.take_along_axis(jax.nn.log_softmax(v, axis=-1), a[:, None], axis=-1)[:, 0]
+    counts = jnp.stack([d["n_no"], d["n_yes"], d["n_defer"]], axis=1)
+    return jnp.sum(counts * jax.nn.log_softmax(v, axis=-1), axis=-1)
 
 
 def mnl_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
-    """Belief-coherence MNL on cells (:func:`cogtestbed.inference.belief_models.mnl_pointwise_kernel`):
-    n·log softmax(0, m_Y + b_Y(p − ½), m_D + b_D(p − ½))[a].  Columns (m_Y, b_Y, m_D, b_D)."""
+    """Belief-coherence MNL on decisions counted per distinct belief
+    (:func:`cogtestbed.inference.belief_models.mnl_counts_kernel`):
+    Σ_a n_a·log softmax(0, m_Y + b_Y(p − ½), m_D + b_D(p − ½))[a].  Columns (m_Y, b_Y, m_D, b_D)."""
     import jax.numpy as jnp
 
     th = theta[d["subject"]]
     x = d["p"] - 0.5
     v = jnp.stack([jnp.zeros_like(x), th[:, 0] + th[:, 1] * x, th[:, 2] + th[:, 3] * x], axis=1)
-    return d["n"] * _log_softmax3_at(v, d["a"])
+    return _counted_log_softmax3(v, d)
 
 
 def loss_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
-    """Belief-coherence loss-form decider on cells (:func:`cogtestbed.inference.belief_models.loss_pointwise_kernel`):
+    """Belief-coherence loss-form decider on decisions counted per distinct belief
+    (:func:`cogtestbed.inference.belief_models.loss_counts_kernel`):
     V = (−s(1 − c_FP)w, −s·c_FP(1 − w), −s·c_D), w the Tversky–Kahneman weight of p (clipped into
     [1e-9, 1 − 1e-9]) with γ, from the same inputs as the package's kernel since 28 Nov 2026: log q and
     log(1 − q), every power exp(γ log q).  Columns (c_FP, c_D, s, γ)."""
@@ -160,7 +164,7 @@ def loss_loglik(theta: Any, d: dict[str, Any], static: dict[str, Any]) -> Any:
     a, b = jnp.exp(gamma * log_q), jnp.exp(gamma * log_1q)
     w = jnp.exp(gamma * log_q - jnp.log(a + b) / gamma)
     v = jnp.stack([-s * (1.0 - c_fp) * w, -s * c_fp * (1.0 - w), -s * c_d], axis=1)
-    return d["n"] * _log_softmax3_at(v, d["a"])
+    return _counted_log_softmax3(v, d)
 
 
 def _noisy_or_tasks(b: Any, m1: Any, m2: Any, q: Any) -> Any:

@@ -23,6 +23,7 @@ from cogtestbed.environments.belief import (
     parse_decision,
     parse_labelled,
 )
+from cogtestbed.errors import InputError
 from cogtestbed.inference import belief as B
 from cogtestbed.simulation import simulate
 
@@ -430,21 +431,76 @@ def _rowwise_nll(name: str, theta: np.ndarray, table: pd.DataFrame) -> float:
 
 
 @pytest.mark.parametrize(("name", "theta"), [("mnl", [0.3, 20.0, 1.5, 8.0]), ("loss", [0.4, 0.2, 15.0, 0.8])])
-def test_decision_cells_give_the_rowwise_likelihood(name, theta):
+def test_decision_counts_give_the_rowwise_likelihood(name, theta):
+    """The hierarchical model's data (decisions counted per distinct belief) give the per-decision likelihood and
+    its gradient, with fewer rows than decisions, whatever the table's row order."""
     from cogtestbed.inference.belief_models import MODELS
 
     table = sim("loss-rum", {"report_noise": 0.0}, design=BeliefDesign(n_contexts=60, n_reps=4, variants="pi0",
                                                                           lie_node="none"))
-    from cogtestbed.inference.belief_models import decision_data
-
     model = MODELS[name]
+    counted = model.counts_model()
     rows = next(iter(model.subject_data(table).values()))
-    cells = next(iter(decision_data(table, cells=True).values()))
-    assert rows.a.size == 240 and np.all(rows.n == 1) and cells.a.size < 0.6 * 240 and cells.n.sum() == 240
-    assert model.n_observations(rows) == model.n_observations(cells) == 240
+    counts = next(iter(counted.subject_data(table).values()))
+    shuffled = next(iter(counted.subject_data(table.sample(frac=1.0, random_state=3)).values()))
+    assert rows.a.size == 240 and np.all(rows.n == 1) and counts.p.size < 0.6 * 240
+    assert np.all(np.diff(counts.p) > 0) and np.array_equal(counts.p, shuffled.p)
+    assert np.array_equal(counts.n_yes, shuffled.n_yes) and np.array_equal(counts.n_defer, shuffled.n_defer)
+    assert model.n_observations(rows) == counted.n_observations(counts) == 240
     expected = _rowwise_nll(name, np.array(theta), table)
     assert model.nll(np.array(theta), rows) == pytest.approx(expected, rel=1e-10)
-    assert model.nll(np.array(theta), cells) == pytest.approx(expected, rel=1e-10)
+    assert counted.nll(np.array(theta), counts) == pytest.approx(expected, rel=1e-10)
+    _, grad_rows = model.nll_grad(np.array(theta), rows)
+    _, grad_counts = counted.nll_grad(np.array(theta), counts)
+    np.testing.assert_allclose(grad_counts, grad_rows, rtol=1e-9, atol=1e-9)
+
+
+def test_decision_beliefs_do_not_depend_on_row_order():
+    """With noisy reports the contexts' mean beliefs (and so the counts' rows) are the same to the last bit whatever
+    the table's row order: the mean is taken over sorted reports."""
+    from cogtestbed.inference.belief_models import MODELS, decision_data
+
+    table = sim("loss-rum", {"report_noise": 0.05}, n=3, design=BeliefDesign(n_contexts=40, n_reps=4,
+                                                                             variants="pi0", lie_node="none"))
+    counted = MODELS["loss"].counts_model()
+    ours = counted.subject_data(table)
+    rows = decision_data(table)
+    for seed in range(5):
+        shuffled = table.sample(frac=1.0, random_state=seed)
+        theirs = counted.subject_data(shuffled)
+        assert list(theirs) == list(ours)
+        for subject, data in ours.items():
+            assert np.array_equal(data.p, theirs[subject].p) and np.array_equal(data.n_yes, theirs[subject].n_yes)
+        assert all(np.array_equal(np.sort(rows[k].p), np.sort(v.p)) for k, v in decision_data(shuffled).items())
+
+
+def test_counts_model_pickles_and_refuses_a_lapse():
+    """The counts model is pickled as "the counts model of its decider" (a Dask worker rebuilds the same class);
+    a decider with a lapse is refused (a lapse mixes each decision, not a belief's counts), and a lapse on the counts
+    model is refused (it declares no answers a lapse is uniform over)."""
+    import pickle
+
+    from cogtestbed.inference.base import with_lapse
+    from cogtestbed.inference.belief_models import MODELS
+
+    counted = MODELS["mnl"].counts_model()
+    again = pickle.loads(pickle.dumps(counted))
+    assert type(again) is type(counted) and type(counted).__module__ == "cogtestbed.inference.belief_models"
+    with pytest.raises(InputError, match="only the plain decider"):
+        with_lapse(MODELS["mnl"]).counts_model()
+    with pytest.raises(InputError, match="does not declare the answers"):
+        with_lapse(counted, 0.1)
+
+
+def test_decision_counts_kernel_at_extreme_utilities():
+    """A count of 0 on an answer whose probability underflows contributes 0, not NaN; the gradient stays finite."""
+    from cogtestbed.inference.belief_models import MODELS
+
+    table = sim("loss-rum", n=1, design=BeliefDesign(n_contexts=30, n_reps=3, variants="pi0", lie_node="none"))
+    counted = MODELS["mnl"].counts_model()
+    data = next(iter(counted.subject_data(table).values()))
+    nll, grad = counted.nll_grad(np.array([90.0, 100.0, -90.0, -100.0]), data)
+    assert np.isfinite(nll) and nll > 0 and np.all(np.isfinite(grad))
 
 
 @pytest.mark.parametrize("name", ["mnl", "loss"])

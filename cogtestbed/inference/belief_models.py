@@ -20,23 +20,29 @@ the context (:data:`BELIEF_COVARIATE`), which shrinks report noise by √r.
 The kernels score weighted observations: ``n`` decisions ``a`` made at one belief ``p`` have
 log-likelihood n·log P(a | p), exactly the sum over those decisions (they are independent given
 p).  The MLE and every lapse variant read one observation per decision (n = 1: a lapse mixes
-each decision with a random one).  The hierarchical PyMC model of the plain decider reads *cells*
-(:func:`decision_data` with ``cells=True``): the r repetitions of a context share p, and a
-network has few distinct posteriors (CHILD: ≈ 150 per 200 contexts), so the 1,000 decisions of
-the paper design collapse into ≈ 320 cells and every NUTS gradient costs a third.  Its pointwise
-log-likelihood (PSIS-LOO) is then per cell; the default leave-one-subject-out LOO is unchanged.
+each decision with a random one).  The hierarchical PyMC model of the plain decider reads
+*counts* (:func:`decision_counts`): the r repetitions of a context share p (the context's mean π0
+report), and noise-free reports of a network's few distinct posteriors (CHILD: ≈ 150 per 200
+contexts) share it across contexts, so the 1,000 decisions of the paper design collapse into at
+most one row per context, one per distinct belief, with the number of No, Yes and Defer decisions
+made at it, log-likelihood Σ_a n_a·log P(a | p) (the multinomial's, less its constant), and every NUTS
+gradient takes one softmax (and, in the loss form, one probability weight) per distinct belief.
+Its pointwise log-likelihood (PSIS-LOO) is then per belief; the default leave-one-subject-out LOO
+is unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 from numba import njit
 
+from cogtestbed.errors import InputError
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.parameters import Parameter, ParameterSet
 from cogtestbed.tables.belief import EXPERIMENT
@@ -49,7 +55,7 @@ EPS = 1e-9
 
 @dataclass(frozen=True)
 class DecisionData:
-    """One subject's decision cells: decision ``a`` (0 No, 1 Yes, 2 Defer) made ``n`` times at belief ``p``."""
+    """One subject's decisions: decision ``a`` (0 No, 1 Yes, 2 Defer) made ``n`` times at belief ``p``."""
 
     a: np.ndarray
     p: np.ndarray
@@ -71,11 +77,13 @@ class DecisionData:
         return np.log1p(-self.q)
 
 
-def decision_data(trials: pd.DataFrame, cells: bool = False) -> dict[Hashable, DecisionData]:
+def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
     """Per subject: valid decisions with the mean π0 report of their context, one per decision
-    (n = 1, table order) or, with ``cells``, counted per (p, decision) cell."""
+    (n = 1, table order)."""
     keys = ["subject", "context_id"]
     belief = trials.loc[(trials["phase"] == "belief") & (trials["variant"] == "pi0") & trials["valid"]]
+    # sorted first: a mean sums in row order, and its last bit must not depend on the table's
+    belief = belief.sort_values([*keys, "p_elicited"], kind="stable")
     mean_p = belief.groupby(keys)["p_elicited"].mean().rename("p").reset_index()
     dec = trials.loc[(trials["phase"] == "decision") & trials["valid"], [*keys, "decision"]]
     rows = dec.merge(mean_p, on=keys, how="inner").dropna()
@@ -83,13 +91,51 @@ def decision_data(trials: pd.DataFrame, cells: bool = False) -> dict[Hashable, D
     rows["a"] = rows["decision"].astype(str).map(DECISION_CODES)
     rows["p"] = rows["p"].clip(0.0, 1.0)
     rows = rows.dropna(subset=["a"])
-    if cells:
-        rows = rows.groupby(["subject", "p", "a"], sort=True).size().rename("n").reset_index()
-    else:
-        rows["n"] = 1.0
+    rows["n"] = 1.0
     for subject, part in rows.groupby("subject", sort=True):
         out[subject] = DecisionData(part["a"].to_numpy(np.int64), part["p"].to_numpy(np.float64),
                                     part["n"].to_numpy(np.float64))
+    return out
+
+
+@dataclass(frozen=True)
+class DecisionCounts:
+    """One subject's decisions counted per distinct belief ``p`` (ascending): ``n_no``, ``n_yes``, ``n_defer``.
+    The beliefs are the contexts' mean π0 reports, so there is at most one row a context (fewer where contexts
+    share a mean report, as noise-free reports of a network's equal posteriors do).  In the hierarchical model the
+    observed variable (``decision``) holds the first field, each belief's No count; its pointwise log-likelihood is
+    that of the belief's three counts, Σ_a n_a·log P(a | p)."""
+
+    n_no: np.ndarray
+    n_yes: np.ndarray
+    n_defer: np.ndarray
+    p: np.ndarray
+
+    @property
+    def q(self) -> np.ndarray:
+        """The belief p clipped into [ε, 1 − ε] (:data:`EPS`), as :attr:`DecisionData.q`."""
+        return np.clip(self.p, EPS, 1.0 - EPS)
+
+    @property
+    def log_q(self) -> np.ndarray:
+        """log q (:attr:`DecisionData.log_q`)."""
+        return np.log(self.q)
+
+    @property
+    def log_1q(self) -> np.ndarray:
+        """log(1 − q)."""
+        return np.log1p(-self.q)
+
+
+def decision_counts(trials: pd.DataFrame) -> dict[Hashable, DecisionCounts]:
+    """Per subject: the decisions of :func:`decision_data` counted per distinct belief p (rows in ascending p,
+    whatever the table's row order)."""
+    out: dict[Hashable, DecisionCounts] = {}
+    for subject, data in decision_data(trials).items():
+        beliefs, row = np.unique(data.p, return_inverse=True)
+        counts = np.zeros((beliefs.size, len(DECISION_CODES)))
+        np.add.at(counts, (row, data.a), data.n)
+        out[subject] = DecisionCounts(counts[:, 0].copy(), counts[:, 1].copy(), counts[:, 2].copy(), beliefs)
     return out
 
 
@@ -105,8 +151,48 @@ def _log_softmax3(v: np.ndarray, a: int, e: np.ndarray) -> float:
     return v[a] - top - np.log(total)
 
 
+@njit(cache=True)
+def _log_softmax3_counts(v: np.ndarray, n_no: float, n_yes: float, n_defer: float, e: np.ndarray) -> float:
+    """Σ_a n_a · log softmax(v)[a] of 3 utilities and the counts of each answer; fills e with n_j − N·softmax(v)_j
+    (d ll / d v_j, N = n_no + n_yes + n_defer).  The largest utility's exponential is 1 and is not taken."""
+    top = max(v[0], max(v[1], v[2]))
+    total = 0.0
+    for j in range(3):
+        gap = v[j] - top
+        e[j] = 1.0 if gap == 0.0 else np.exp(gap)
+        total += e[j]
+    lse = top + np.log(total)
+    n_all = n_no + n_yes + n_defer
+    ll = n_no * (v[0] - lse) + n_yes * (v[1] - lse) + n_defer * (v[2] - lse)
+    e[0] = n_no - n_all * e[0] / total
+    e[1] = n_yes - n_all * e[1] / total
+    e[2] = n_defer - n_all * e[2] / total
+    return ll
+
+
 #: Belief at which the MNL levels are taken (the centre of the probability scale).
 MNL_CENTRE = 0.5
+
+
+@njit(cache=True)
+def mnl_counts_kernel(theta: np.ndarray, obs_subject: np.ndarray, n_no: np.ndarray, n_yes: np.ndarray,
+                      n_defer: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Σ_a n_a·log P(a | p) of the MNL (Eq. 3) per distinct belief (:class:`DecisionCounts`), exact gradient: the
+    sum of :func:`mnl_pointwise_kernel` over the decisions made at that belief."""
+    n = p.shape[0]
+    ll = np.empty(n)
+    grad = np.empty((n, 4))
+    v = np.zeros(3)
+    e = np.zeros(3)
+    for t in range(n):
+        s = obs_subject[t]
+        x = p[t] - MNL_CENTRE
+        v[1] = theta[s, 0] + theta[s, 1] * x
+        v[2] = theta[s, 2] + theta[s, 3] * x
+        ll[t] = _log_softmax3_counts(v, n_no[t], n_yes[t], n_defer[t], e)
+        grad[t, 0], grad[t, 1] = e[1], e[1] * x
+        grad[t, 2], grad[t, 3] = e[2], e[2] * x
+    return ll, grad
 
 
 @njit(cache=True)
@@ -171,6 +257,31 @@ def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndar
     return ll, grad
 
 
+@njit(cache=True)
+def loss_counts_kernel(theta: np.ndarray, obs_subject: np.ndarray, n_no: np.ndarray, n_yes: np.ndarray,
+                       n_defer: np.ndarray, log_q: np.ndarray, log_1q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Σ_a n_a·log P(a | p) of the loss-form decider per distinct belief (:class:`DecisionCounts`), exact gradient:
+    the sum of :func:`loss_pointwise_kernel` over the decisions made at that belief (one weight w a belief)."""
+    n = log_q.shape[0]
+    ll = np.empty(n)
+    grad = np.empty((n, 4))
+    v = np.zeros(3)
+    e = np.zeros(3)
+    for t in range(n):
+        i = obs_subject[t]
+        c_fp, c_d, s, gamma = theta[i, 0], theta[i, 1], theta[i, 2], theta[i, 3]
+        w, dw = _tk_and_derivative(log_q[t], log_1q[t], gamma)
+        v[0] = -s * (1.0 - c_fp) * w
+        v[1] = -s * c_fp * (1.0 - w)
+        v[2] = -s * c_d
+        ll[t] = _log_softmax3_counts(v, n_no[t], n_yes[t], n_defer[t], e)
+        grad[t, 0] = e[0] * s * w - e[1] * s * (1.0 - w)
+        grad[t, 1] = -e[2] * s
+        grad[t, 2] = -e[0] * (1.0 - c_fp) * w - e[1] * c_fp * (1.0 - w) - e[2] * c_d  # dV/ds = V/s, s may be 0
+        grad[t, 3] = -e[0] * s * (1.0 - c_fp) * dw + e[1] * s * c_fp * dw
+    return ll, grad
+
+
 class _DecisionModel(CognitiveModel):
     """A decider of the Yes / No / Defer choice given the reported belief p (one row per decision)."""
 
@@ -181,14 +292,29 @@ class _DecisionModel(CognitiveModel):
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return decision_data(trials)
 
+    #: The kernel of the decisions counted per distinct belief (:class:`DecisionCounts`), set by each form.
+    counts_kernel: ClassVar[Any] = None
+    #: Its observation fields: the three counts, then the belief as this form's kernel reads it.
+    counts_fields: ClassVar[tuple[str, ...]] = ()
+
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
-        """The generic PyMC model on (p, decision) cells (same posterior, a third of the cost)."""
+        """The generic PyMC model on the decisions counted per distinct belief (:meth:`counts_model`: the same
+        posterior, one softmax a belief instead of one a decision)."""
         from cogtestbed.inference.hierarchical import kernel_pymc_model
 
-        return kernel_pymc_model(_Cells(self), trials, hierarchical)
+        return kernel_pymc_model(self.counts_model(), trials, hierarchical)
+
+    def counts_model(self) -> CognitiveModel:
+        """This decider reading :func:`decision_counts` (its :attr:`counts_kernel` and :attr:`counts_fields`): the
+        model the hierarchical fit samples, and the per-subject fits of its centring choice.  Not for a decider
+        with a lapse: a lapse mixes each decision, not each belief's counts."""
+        if self.lapse_options is None or getattr(self, "base_model", None) is not None:
+            raise InputError(f"model {self.name!r}: only the plain decider reads counts per belief "
+                             "(a lapse mixes each decision; fit it on decisions)")
+        return _counts_instance(type(self))
 
     def n_observations(self, data: Any) -> int:
-        """Decisions (not cells): the n of BIC."""
+        """Decisions: the n of BIC."""
         return int(data.n.sum())
 
     #: A random decision is uniform over Yes / No / Defer (the belief covariate is taken as
@@ -196,17 +322,30 @@ class _DecisionModel(CognitiveModel):
     lapse_options: ClassVar[int | None] = len(DECISION_CODES)
 
 
-class _Cells:
-    """A decision model whose observations are (p, decision) cells with counts."""
+@cache
+def _counts_class(base: type[_DecisionModel]) -> type[_DecisionModel]:
+    """``base`` reading its decisions counted per distinct belief (:meth:`_DecisionModel.counts_model`)."""
 
-    def __init__(self, model: _DecisionModel) -> None:
-        self._model = model
+    def subject_data(self: Any, trials: pd.DataFrame) -> dict[Hashable, Any]:
+        return decision_counts(trials)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._model, name)
+    def n_observations(self: Any, data: Any) -> int:
+        return int(data.n_no.sum() + data.n_yes.sum() + data.n_defer.sum())
 
-    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
-        return decision_data(trials, cells=True)
+    def __reduce__(self: Any) -> tuple[Any, tuple[Any, ...]]:  # pickled as "the counts model of base"
+        return _counts_instance, (base,)
+
+    attrs = {"pointwise_kernel": base.counts_kernel, "observation_fields": base.counts_fields,
+             "subject_data": subject_data, "n_observations": n_observations,
+             "pymc_model": CognitiveModel.pymc_model, "lapse_options": None, "__reduce__": __reduce__,
+             "__module__": __name__, "__qualname__": f"{base.__name__}Counts",
+             "__doc__": f"{base.__doc__} Its decisions counted per distinct belief (decision_counts)."}
+    return type(f"{base.__name__}Counts", (base,), attrs)
+
+
+def _counts_instance(base: type[_DecisionModel]) -> CognitiveModel:
+    """An instance of ``base``'s counts model (:meth:`_DecisionModel.counts_model`; what its pickle rebuilds)."""
+    return _counts_class(base)()
 
 
 #: Prior SDs of the MNL (weakly informative, on the log-odds scale): a level within ±6 (odds
@@ -230,6 +369,8 @@ class MNLModel(_DecisionModel):
     n_starts: ClassVar[int] = 1
 
     pointwise_kernel: ClassVar[Any] = mnl_pointwise_kernel
+    counts_kernel: ClassVar[Any] = mnl_counts_kernel
+    counts_fields: ClassVar[tuple[str, ...]] = ("n_no", "n_yes", "n_defer", "p")
     #: The parameters each subject's data pin are sampled centred, chosen from the data before sampling
     #: (:mod:`cogtestbed.inference.centring`; on for this family by ``benchmarks/studies/centring_by_data.py``).
     centre_pinned: ClassVar[bool] = True
@@ -284,6 +425,8 @@ class LossModel(_DecisionModel):
     target_accept: ClassVar[float | None] = 0.95
 
     pointwise_kernel: ClassVar[Any] = loss_pointwise_kernel
+    counts_kernel: ClassVar[Any] = loss_counts_kernel
+    counts_fields: ClassVar[tuple[str, ...]] = ("n_no", "n_yes", "n_defer", "log_q", "log_1q")
     #: The belief enters as log q and log(1 − q), computed once per fit (:attr:`DecisionData.log_q`).
     observation_fields: ClassVar[tuple[str, ...]] = ("a", "log_q", "log_1q", "n")
     #: Not the data's centring (:mod:`cogtestbed.inference.centring`): kept by the study's rule on its data sets

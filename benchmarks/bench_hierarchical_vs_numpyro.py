@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import resource
 import signal
@@ -378,11 +379,20 @@ def fit_numpyro(python: Path, spec: Path, out: Path, check_only: bool = False,
     with subprocess.Popen(command + (["--check-only"] if check_only else []), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True, env=env, preexec_fn=set_limit) as child:
         stop = threading.Event()
-        watchdog = threading.Thread(target=_watch_cpu, args=(child.pid, limit, stop), daemon=True)
+        send, close = _signaller(child.pid)
+        watchdog = threading.Thread(target=_watch_cpu, args=(child.pid, send, limit, stop), daemon=True)
         if limit is not None:
             watchdog.start()
-        stdout, stderr = child.communicate()
-        stop.set()
+        try:
+            stdout, stderr = child.communicate()
+        except BaseException:
+            child.kill()
+            raise
+        finally:
+            stop.set()
+            if limit is not None:
+                watchdog.join()
+            close()
     proc = subprocess.CompletedProcess(child.args, child.returncode, stdout, stderr)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -413,9 +423,19 @@ def process_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _watch_cpu(pid: int, limit: int | None, stop: threading.Event) -> None:
-    """Send SIGXCPU to ``pid`` once its CPU passes ``limit``, and SIGKILL 30 s later if it is still running (what
-    ``RLIMIT_CPU``'s soft and hard limits do where the kernel enforces them)."""
+def _signaller(pid: int) -> tuple[Any, Any]:
+    """(``send(sig)``, ``close()``) for the child ``pid``: through a pidfd (Linux), so that a signal never reaches
+    another process that reuses the number after the child is reaped; ``os.kill`` where there is none."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return (lambda sig: os.kill(pid, sig)), (lambda: None)
+    return (lambda sig: signal.pidfd_send_signal(fd, sig)), (lambda: os.close(fd))
+
+
+def _watch_cpu(pid: int, send: Any, limit: int | None, stop: threading.Event) -> None:
+    """Send SIGXCPU (through ``send``) once ``pid``'s CPU passes ``limit``, and SIGKILL 30 s later if it is still
+    running (what ``RLIMIT_CPU``'s soft and hard limits do where the kernel enforces them)."""
     while limit is not None and not stop.wait(WATCH_S):
         used = process_cpu_s(pid)
         if used is None:
@@ -423,7 +443,7 @@ def _watch_cpu(pid: int, limit: int | None, stop: threading.Event) -> None:
         if used >= limit:
             for sig, wait in ((signal.SIGXCPU, 30.0), (signal.SIGKILL, 0.0)):
                 with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
+                    send(sig)
                 if stop.wait(wait):
                     return
             return
@@ -583,7 +603,8 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
                 f"({r['tune']} + {r['draws']}) | {p['ess_per_cpu_s']:.1f} ({p['min_ess_bulk']:.0f}, "
                 f"{p['min_ess_tail']:.0f}; {p['cpu_s']:.1f}) | ")
         if "ratio" not in r:  # NumPyro stopped at its CPU limit in this data set, or before it
-            lines.append(head + (f"unfinished after {n['cpu_s']:.0f} CPU-s | **> {r['ratio_at_least']:.2f}×** | "
+            bound = math.floor(r.get("ratio_at_least", 0.0) * 100) / 100  # a lower bound, printed rounded down
+            lines.append(head + (f"unfinished after {n['cpu_s']:.0f} CPU-s | **> {bound:.2f}×** | "
                                  if n.get("unfinished") else "not begun (CPU limit) | | ")
                          + f"{p['max_rhat']:.3f} / – | {p['divergences']} / – |")
             continue

@@ -486,6 +486,7 @@ def test_counts_model_pickles_and_refuses_a_lapse():
     counted = MODELS["mnl"].counts_model()
     again = pickle.loads(pickle.dumps(counted))
     assert type(again) is type(counted) and type(counted).__module__ == "cogtestbed.inference.belief_models"
+    assert pickle.loads(pickle.dumps(type(MODELS["loss"].counts_model()))) is type(MODELS["loss"].counts_model())
     with pytest.raises(InputError, match="only the plain decider"):
         with_lapse(MODELS["mnl"]).counts_model()
     with pytest.raises(InputError, match="does not declare the answers"):

@@ -115,19 +115,30 @@ def test_pooling_is_the_pymc_models(case: str) -> None:
     assert len(subjects) == 3
 
 
+def _started(rep: int, cpu_s: float) -> str:
+    """The stand-in's line for ``numpyro_models.py``'s "data set ``rep`` started at ``cpu_s`` CPU-s"."""
+    return f"print(json.dumps({{'started': {rep}, 'process_cpu_s': {cpu_s}, 'numpyro': 'x', 'jax': 'y'}}), flush=True)"
+
+
+def _fake_numpyro(tmp_path: Path, *lines: str) -> Path:
+    """A stand-in for NumPyro's Python: a script of ``lines`` run by this interpreter (``numpyro_models.py``'s
+    progress lines are JSON; ``json``, ``os`` and ``signal`` are imported)."""
+    fake = tmp_path / "python"
+    fake.write_text("\n".join(["#!" + sys.executable, "import json, os, signal", *lines]) + "\n")
+    fake.chmod(0o755)
+    return fake
+
+
 def test_numpyro_cpu_limit_keeps_the_finished_fits(tmp_path: Path) -> None:
     """A NumPyro process stopped by ``--numpyro-cpu-limit`` (the kernel's SIGXCPU) leaves the fits that
     finished and a lower bound of the CPU of the one it was in; a stand-in for NumPyro's Python prints the
     same progress lines as ``numpyro_models.py`` and then spins."""
     bench = _load("bench_hierarchical_vs_numpyro")
-    fake = tmp_path / "python"
-    fake.write_text("#!" + sys.executable + "\n"
-                    "import json, time\n"
-                    "print(json.dumps({'started': 0, 'process_cpu_s': 0.2, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
-                    "print(json.dumps({'finished': {'rep': 0, 'cpu_s': 0.3, 'wall_s': 0.3}}), flush=True)\n"
-                    "print(json.dumps({'started': 1, 'process_cpu_s': 0.5, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
-                    "while True:\n    pass\n")
-    fake.chmod(0o755)
+    fake = _fake_numpyro(tmp_path,
+                         _started(0, 0.2),
+                         "print(json.dumps({'finished': {'rep': 0, 'cpu_s': 0.3, 'wall_s': 0.3}}), flush=True)",
+                         _started(1, 0.5),
+                         "while True:\n    pass")
     start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     out = bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=1)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -151,12 +162,9 @@ def test_numpyro_cpu_limit_holds_where_the_kernel_does_not_enforce_it(tmp_path: 
     bench = _load("bench_hierarchical_vs_numpyro")
     monkeypatch.setattr(bench.resource, "setrlimit", lambda *args: None)  # the child's preexec sets nothing
     monkeypatch.setattr(bench, "WATCH_S", 0.2)
-    fake = tmp_path / "python"
-    fake.write_text("#!" + sys.executable + "\n"
-                    "import json\n"
-                    "print(json.dumps({'started': 0, 'process_cpu_s': 0.1, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
-                    "while True:\n    pass\n")
-    fake.chmod(0o755)
+    fake = _fake_numpyro(tmp_path,
+                         _started(0, 0.1),
+                         "while True:\n    pass")
     start = time.perf_counter()
     out = bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=1)
     assert time.perf_counter() - start < 30
@@ -182,12 +190,9 @@ def test_a_stop_between_two_fits_leaves_no_unfinished_fit() -> None:
 def test_a_process_killed_before_its_cpu_limit_is_a_failure_not_a_stop(tmp_path: Path) -> None:
     """SIGKILL from elsewhere (the out-of-memory killer) well before the CPU limit: refused, no lower bound."""
     bench = _load("bench_hierarchical_vs_numpyro")
-    fake = tmp_path / "python"
-    fake.write_text("#!" + sys.executable + "\n"
-                    "import json, os, signal\n"
-                    "print(json.dumps({'started': 0, 'process_cpu_s': 0.1, 'numpyro': 'x', 'jax': 'y'}), flush=True)\n"
-                    "os.kill(os.getpid(), signal.SIGKILL)\n")
-    fake.chmod(0o755)
+    fake = _fake_numpyro(tmp_path,
+                         _started(0, 0.1),
+                         "os.kill(os.getpid(), signal.SIGKILL)")
     with pytest.raises(RuntimeError, match=r"failed \(-9\)"):
         bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=60)
 

@@ -773,7 +773,8 @@ def with_lapse(model: CognitiveModel, lapse: float | str | None = "fit") -> Cogn
         return model
     if isinstance(model, _LapseMixin):
         raise InputError(f"model {model.name!r} already has a lapse term")
-    if model.lapse_options is None and type(model).lapse_log_uniform is CognitiveModel.lapse_log_uniform:
+    if (model.lapse_options is None
+            and getattr(model.lapse_log_uniform, "__func__", None) is CognitiveModel.lapse_log_uniform):
         raise InputError(f"model {model.name!r} does not declare the answers a lapse is uniform over "
                          "(lapse_options or lapse_log_uniform), so it cannot take a lapse term")
     fixed = None if lapse == "fit" else float(lapse)

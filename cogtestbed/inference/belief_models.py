@@ -53,13 +53,10 @@ DECISION_CODES = {"No": 0, "Yes": 1, "Defer": 2}
 EPS = 1e-9
 
 
-@dataclass(frozen=True)
-class DecisionData:
-    """One subject's decisions: decision ``a`` (0 No, 1 Yes, 2 Defer) made ``n`` times at belief ``p``."""
+class _OnBelief:
+    """The belief ``p`` of a subject's rows as the loss form's kernel reads it (a mixin of the data classes)."""
 
-    a: np.ndarray
     p: np.ndarray
-    n: np.ndarray
 
     @property
     def q(self) -> np.ndarray:
@@ -75,6 +72,15 @@ class DecisionData:
     def log_1q(self) -> np.ndarray:
         """log(1 − q)."""
         return np.log1p(-self.q)
+
+
+@dataclass(frozen=True)
+class DecisionData(_OnBelief):
+    """One subject's decisions: decision ``a`` (0 No, 1 Yes, 2 Defer) made ``n`` times at belief ``p``."""
+
+    a: np.ndarray
+    p: np.ndarray
+    n: np.ndarray
 
 
 def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
@@ -99,7 +105,7 @@ def decision_data(trials: pd.DataFrame) -> dict[Hashable, DecisionData]:
 
 
 @dataclass(frozen=True)
-class DecisionCounts:
+class DecisionCounts(_OnBelief):
     """One subject's decisions counted per distinct belief ``p`` (ascending): ``n_no``, ``n_yes``, ``n_defer``.
     The beliefs are the contexts' mean π0 reports, so there is at most one row a context (fewer where contexts
     share a mean report, as noise-free reports of a network's equal posteriors do).  In the hierarchical model the
@@ -110,21 +116,6 @@ class DecisionCounts:
     n_yes: np.ndarray
     n_defer: np.ndarray
     p: np.ndarray
-
-    @property
-    def q(self) -> np.ndarray:
-        """The belief p clipped into [ε, 1 − ε] (:data:`EPS`), as :attr:`DecisionData.q`."""
-        return np.clip(self.p, EPS, 1.0 - EPS)
-
-    @property
-    def log_q(self) -> np.ndarray:
-        """log q (:attr:`DecisionData.log_q`)."""
-        return np.log(self.q)
-
-    @property
-    def log_1q(self) -> np.ndarray:
-        """log(1 − q)."""
-        return np.log1p(-self.q)
 
 
 def decision_counts(trials: pd.DataFrame) -> dict[Hashable, DecisionCounts]:
@@ -174,6 +165,13 @@ def _log_softmax3_counts(v: np.ndarray, n_no: float, n_yes: float, n_defer: floa
 MNL_CENTRE = 0.5
 
 
+@njit(cache=True, inline="always")
+def _mnl_utilities(v: np.ndarray, theta: np.ndarray, s: int, x: float) -> None:
+    """Fill v[1:] with subject s's MNL log-odds of Yes and Defer against No at centred belief x = p − ½ (v[0] = 0)."""
+    v[1] = theta[s, 0] + theta[s, 1] * x
+    v[2] = theta[s, 2] + theta[s, 3] * x
+
+
 @njit(cache=True)
 def mnl_counts_kernel(theta: np.ndarray, obs_subject: np.ndarray, n_no: np.ndarray, n_yes: np.ndarray,
                       n_defer: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -187,8 +185,7 @@ def mnl_counts_kernel(theta: np.ndarray, obs_subject: np.ndarray, n_no: np.ndarr
     for t in range(n):
         s = obs_subject[t]
         x = p[t] - MNL_CENTRE
-        v[1] = theta[s, 0] + theta[s, 1] * x
-        v[2] = theta[s, 2] + theta[s, 3] * x
+        _mnl_utilities(v, theta, s, x)
         ll[t] = _log_softmax3_counts(v, n_no[t], n_yes[t], n_defer[t], e)
         grad[t, 0], grad[t, 1] = e[1], e[1] * x
         grad[t, 2], grad[t, 3] = e[2], e[2] * x
@@ -198,7 +195,8 @@ def mnl_counts_kernel(theta: np.ndarray, obs_subject: np.ndarray, n_no: np.ndarr
 @njit(cache=True)
 def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, p: np.ndarray,
                          n_cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """n·log P(a) of the MNL (Eq. 3) per cell: utilities (0, m_Y + b_Y (p − ½), m_D + b_D (p − ½)), exact gradient."""
+    """n·log P(a) of the MNL (Eq. 3) per observation (n = 1: one decision): utilities (0, m_Y + b_Y (p − ½),
+    m_D + b_D (p − ½)), exact gradient."""
     n = a.shape[0]
     ll = np.empty(n)
     grad = np.empty((n, 4))
@@ -207,8 +205,7 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
     for t in range(n):
         s = obs_subject[t]
         x = p[t] - MNL_CENTRE
-        v[1] = theta[s, 0] + theta[s, 1] * x
-        v[2] = theta[s, 2] + theta[s, 3] * x
+        _mnl_utilities(v, theta, s, x)
         c = n_cell[t]
         ll[t] = c * _log_softmax3(v, a[t], e)
         grad[t, 0], grad[t, 1] = c * e[1], c * e[1] * x
@@ -219,7 +216,7 @@ def mnl_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarr
 @njit(cache=True)
 def _tk_and_derivative(log_q: float, log_1q: float, gamma: float) -> tuple[float, float]:
     """Tversky–Kahneman w(q) and dw/dγ from log q and log(1 − q) (q: p clipped into (0, 1)); every power is
-    ``exp(γ log q)``, so the weight costs four transcendental calls a cell (three exponentials and a logarithm)."""
+    ``exp(γ log q)``, so the weight costs four transcendental calls a row (three exponentials and a logarithm)."""
     a = np.exp(gamma * log_q)
     b = np.exp(gamma * log_1q)
     d = a + b
@@ -229,10 +226,28 @@ def _tk_and_derivative(log_q: float, log_1q: float, gamma: float) -> tuple[float
     return w, w * dlog
 
 
+@njit(cache=True, inline="always")
+def _loss_utilities(v: np.ndarray, c_fp: float, c_d: float, s: float, w: float) -> None:
+    """Fill v with the loss form's utilities (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D) of No, Yes and Defer."""
+    v[0] = -s * (1.0 - c_fp) * w
+    v[1] = -s * c_fp * (1.0 - w)
+    v[2] = -s * c_d
+
+
+@njit(cache=True, inline="always")
+def _loss_gradient_row(grad: np.ndarray, t: int, e: np.ndarray, c_fp: float, c_d: float, s: float, w: float,
+                       dw: float) -> None:
+    """Row t of the loss form's gradient in (c_FP, c_D, s, γ) from e = d ll / d v and the weight w, dw/dγ."""
+    grad[t, 0] = e[0] * s * w - e[1] * s * (1.0 - w)
+    grad[t, 1] = -e[2] * s
+    grad[t, 2] = -e[0] * (1.0 - c_fp) * w - e[1] * c_fp * (1.0 - w) - e[2] * c_d  # dV/ds = V/s, s may be 0
+    grad[t, 3] = -e[0] * s * (1.0 - c_fp) * dw + e[1] * s * c_fp * dw
+
+
 @njit(cache=True)
 def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndarray, log_q: np.ndarray,
                           log_1q: np.ndarray, n_cell: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """n·log P(a) of the loss-form decider per cell: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)
+    """n·log P(a) of the loss-form decider per observation: V = (−s(1−c_FP)w, −s·c_FP(1−w), −s·c_D), w = TK(p; γ)
     (the belief as log q and log(1 − q), :attr:`DecisionData.log_q`)."""
     n = a.shape[0]
     ll = np.empty(n)
@@ -243,17 +258,12 @@ def loss_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, a: np.ndar
         i = obs_subject[t]
         c_fp, c_d, s, gamma = theta[i, 0], theta[i, 1], theta[i, 2], theta[i, 3]
         w, dw = _tk_and_derivative(log_q[t], log_1q[t], gamma)
-        v[0] = -s * (1.0 - c_fp) * w
-        v[1] = -s * c_fp * (1.0 - w)
-        v[2] = -s * c_d
+        _loss_utilities(v, c_fp, c_d, s, w)
         c = n_cell[t]
         ll[t] = c * _log_softmax3(v, a[t], e)
         for j in range(3):
             e[j] *= c
-        grad[t, 0] = e[0] * s * w - e[1] * s * (1.0 - w)
-        grad[t, 1] = -e[2] * s
-        grad[t, 2] = -e[0] * (1.0 - c_fp) * w - e[1] * c_fp * (1.0 - w) - e[2] * c_d  # dV/ds = V/s, s may be 0
-        grad[t, 3] = -e[0] * s * (1.0 - c_fp) * dw + e[1] * s * c_fp * dw
+        _loss_gradient_row(grad, t, e, c_fp, c_d, s, w, dw)
     return ll, grad
 
 
@@ -271,14 +281,9 @@ def loss_counts_kernel(theta: np.ndarray, obs_subject: np.ndarray, n_no: np.ndar
         i = obs_subject[t]
         c_fp, c_d, s, gamma = theta[i, 0], theta[i, 1], theta[i, 2], theta[i, 3]
         w, dw = _tk_and_derivative(log_q[t], log_1q[t], gamma)
-        v[0] = -s * (1.0 - c_fp) * w
-        v[1] = -s * c_fp * (1.0 - w)
-        v[2] = -s * c_d
+        _loss_utilities(v, c_fp, c_d, s, w)
         ll[t] = _log_softmax3_counts(v, n_no[t], n_yes[t], n_defer[t], e)
-        grad[t, 0] = e[0] * s * w - e[1] * s * (1.0 - w)
-        grad[t, 1] = -e[2] * s
-        grad[t, 2] = -e[0] * (1.0 - c_fp) * w - e[1] * c_fp * (1.0 - w) - e[2] * c_d  # dV/ds = V/s, s may be 0
-        grad[t, 3] = -e[0] * s * (1.0 - c_fp) * dw + e[1] * s * c_fp * dw
+        _loss_gradient_row(grad, t, e, c_fp, c_d, s, w, dw)
     return ll, grad
 
 
@@ -433,6 +438,10 @@ class LossModel(_DecisionModel):
     #: (rates 0.72 and 1.06 of the default's), it lowered ESS and drew divergences on the NumPyro comparison's
     #: (docs/benchmarks.md); the loss form keeps the low-rank mass matrix alone.
 
+
+#: The two forms on counts per belief (:meth:`_DecisionModel.counts_model`), named here so that their classes pickle.
+MNLModelCounts = _counts_class(MNLModel)
+LossModelCounts = _counts_class(LossModel)
 
 MODELS: dict[str, CognitiveModel] = {"mnl": MNLModel(), "loss": LossModel()}
 

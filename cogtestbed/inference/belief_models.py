@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
@@ -297,11 +296,6 @@ class _DecisionModel(CognitiveModel):
     def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return decision_data(trials)
 
-    #: The kernel of the decisions counted per distinct belief (:class:`DecisionCounts`), set by each form.
-    counts_kernel: ClassVar[Any] = None
-    #: Its observation fields: the three counts, then the belief as this form's kernel reads it.
-    counts_fields: ClassVar[tuple[str, ...]] = ()
-
     def pymc_model(self, trials: pd.DataFrame, hierarchical: bool = True) -> Any:
         """The generic PyMC model on the decisions counted per distinct belief (:meth:`counts_model`: the same
         posterior, one softmax a belief instead of one a decision)."""
@@ -310,13 +304,13 @@ class _DecisionModel(CognitiveModel):
         return kernel_pymc_model(self.counts_model(), trials, hierarchical)
 
     def counts_model(self) -> CognitiveModel:
-        """This decider reading :func:`decision_counts` (its :attr:`counts_kernel` and :attr:`counts_fields`): the
+        """This decider reading :func:`decision_counts` (:class:`MNLModelCounts`, :class:`LossModelCounts`): the
         model the hierarchical fit samples, and the per-subject fits of its centring choice.  Not for a decider
         with a lapse: a lapse mixes each decision, not each belief's counts."""
         if self.lapse_options is None or getattr(self, "base_model", None) is not None:
             raise InputError(f"model {self.name!r}: only the plain decider reads counts per belief "
                              "(a lapse mixes each decision; fit it on decisions)")
-        return _counts_instance(type(self))
+        return _COUNTS_OF[self.name]()
 
     def n_observations(self, data: Any) -> int:
         """Decisions: the n of BIC."""
@@ -327,30 +321,20 @@ class _DecisionModel(CognitiveModel):
     lapse_options: ClassVar[int | None] = len(DECISION_CODES)
 
 
-@cache
-def _counts_class(base: type[_DecisionModel]) -> type[_DecisionModel]:
-    """``base`` reading its decisions counted per distinct belief (:meth:`_DecisionModel.counts_model`)."""
+class _Counted:
+    """Mixin of a decider reading its decisions counted per distinct belief (:func:`decision_counts`); the class
+    sets the counts kernel (``pointwise_kernel``) and its ``observation_fields``: the three counts, then the belief as
+    that kernel reads it.  It takes no lapse (a lapse mixes each decision)."""
 
-    def subject_data(self: Any, trials: pd.DataFrame) -> dict[Hashable, Any]:
+    lapse_options: ClassVar[int | None] = None
+    pymc_model = CognitiveModel.pymc_model
+
+    def subject_data(self, trials: pd.DataFrame) -> dict[Hashable, Any]:
         return decision_counts(trials)
 
-    def n_observations(self: Any, data: Any) -> int:
+    def n_observations(self, data: Any) -> int:
+        """Decisions: the n of BIC."""
         return int(data.n_no.sum() + data.n_yes.sum() + data.n_defer.sum())
-
-    def __reduce__(self: Any) -> tuple[Any, tuple[Any, ...]]:  # pickled as "the counts model of base"
-        return _counts_instance, (base,)
-
-    attrs = {"pointwise_kernel": base.counts_kernel, "observation_fields": base.counts_fields,
-             "subject_data": subject_data, "n_observations": n_observations,
-             "pymc_model": CognitiveModel.pymc_model, "lapse_options": None, "__reduce__": __reduce__,
-             "__module__": __name__, "__qualname__": f"{base.__name__}Counts",
-             "__doc__": f"{base.__doc__} Its decisions counted per distinct belief (decision_counts)."}
-    return type(f"{base.__name__}Counts", (base,), attrs)
-
-
-def _counts_instance(base: type[_DecisionModel]) -> CognitiveModel:
-    """An instance of ``base``'s counts model (:meth:`_DecisionModel.counts_model`; what its pickle rebuilds)."""
-    return _counts_class(base)()
 
 
 #: Prior SDs of the MNL (weakly informative, on the log-odds scale): a level within ±6 (odds
@@ -374,8 +358,6 @@ class MNLModel(_DecisionModel):
     n_starts: ClassVar[int] = 1
 
     pointwise_kernel: ClassVar[Any] = mnl_pointwise_kernel
-    counts_kernel: ClassVar[Any] = mnl_counts_kernel
-    counts_fields: ClassVar[tuple[str, ...]] = ("n_no", "n_yes", "n_defer", "p")
     #: The parameters each subject's data pin are sampled centred, chosen from the data before sampling
     #: (:mod:`cogtestbed.inference.centring`; on for this family by ``benchmarks/studies/centring_by_data.py``).
     centre_pinned: ClassVar[bool] = True
@@ -430,8 +412,6 @@ class LossModel(_DecisionModel):
     target_accept: ClassVar[float | None] = 0.95
 
     pointwise_kernel: ClassVar[Any] = loss_pointwise_kernel
-    counts_kernel: ClassVar[Any] = loss_counts_kernel
-    counts_fields: ClassVar[tuple[str, ...]] = ("n_no", "n_yes", "n_defer", "log_q", "log_1q")
     #: The belief enters as log q and log(1 − q), computed once per fit (:attr:`DecisionData.log_q`).
     observation_fields: ClassVar[tuple[str, ...]] = ("a", "log_q", "log_1q", "n")
     #: Not the data's centring (:mod:`cogtestbed.inference.centring`): kept by the study's rule on its data sets
@@ -439,9 +419,22 @@ class LossModel(_DecisionModel):
     #: (docs/benchmarks.md); the loss form keeps the low-rank mass matrix alone.
 
 
-#: The two forms on counts per belief (:meth:`_DecisionModel.counts_model`), named here so that their classes pickle.
-MNLModelCounts = _counts_class(MNLModel)
-LossModelCounts = _counts_class(LossModel)
+class MNLModelCounts(_Counted, MNLModel):
+    """The MNL on its decisions counted per distinct belief (:meth:`_DecisionModel.counts_model`)."""
+
+    pointwise_kernel: ClassVar[Any] = mnl_counts_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("n_no", "n_yes", "n_defer", "p")
+
+
+class LossModelCounts(_Counted, LossModel):
+    """The loss-form decider on its decisions counted per distinct belief (:meth:`_DecisionModel.counts_model`)."""
+
+    pointwise_kernel: ClassVar[Any] = loss_counts_kernel
+    observation_fields: ClassVar[tuple[str, ...]] = ("n_no", "n_yes", "n_defer", "log_q", "log_1q")
+
+
+#: Each form's model on counts per belief, by the form's name.
+_COUNTS_OF: dict[str, type[_DecisionModel]] = {"mnl": MNLModelCounts, "loss": LossModelCounts}
 
 MODELS: dict[str, CognitiveModel] = {"mnl": MNLModel(), "loss": LossModel()}
 

@@ -455,6 +455,30 @@ def test_decision_counts_give_the_rowwise_likelihood(name, theta):
     np.testing.assert_allclose(grad_counts, grad_rows, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["pointwise", "counts"])
+def test_pooled_loss_kernels_are_each_subject_alone(kind: str) -> None:
+    """The loss form's kernels over several subjects' rows at once, the rows interleaved (the hierarchical fit's
+    call: each row reads its own subject's γ in both passes of the weights), give each subject's call alone."""
+    from cogtestbed.inference.belief_models import MODELS
+
+    table = sim("loss-rum", {"report_noise": 0.05}, n=4, design=BeliefDesign(n_contexts=30, n_reps=3,
+                                                                             variants="pi0", lie_node="none"))
+    model = MODELS["loss"] if kind == "pointwise" else MODELS["loss"].counts_model()
+    kernel = model.kernel()
+    data = [[np.asarray(getattr(d, f)) for f in model.observation_fields] for d in model.subject_data(table).values()]
+    obs = np.concatenate([np.full(d[0].size, i) for i, d in enumerate(data)])
+    order = np.random.default_rng(7).permutation(obs.size)
+    pooled = [np.concatenate(columns)[order] for columns in zip(*data, strict=True)]
+    theta = np.column_stack([[0.3, 0.5, 0.6, 0.45], [0.1, 0.3, 0.2, 0.05], [8.0, 20.0, 35.0, 12.0],
+                             [0.3, 0.7, 1.4, 2.9]])
+    ll, grad = kernel(theta, obs[order], *pooled)
+    for i, own in enumerate(data):
+        ll_i, grad_i = kernel(theta[i:i + 1], np.zeros(own[0].size, np.int64), *own)
+        mine = obs[order] == i
+        own_row = np.argsort(np.argsort(order[mine]))  # each pooled row's row in the subject's own arrays
+        np.testing.assert_allclose(ll[mine], ll_i[own_row], rtol=1e-13)
+        np.testing.assert_allclose(grad[mine], grad_i[own_row], rtol=1e-12, atol=1e-12)
+
 def test_decision_beliefs_do_not_depend_on_row_order():
     """With noisy reports the contexts' mean beliefs (and so the counts' rows) are the same to the last bit whatever
     the table's row order: the mean is taken over sorted reports."""

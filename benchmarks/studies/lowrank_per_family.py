@@ -4,6 +4,7 @@
     python benchmarks/studies/lowrank_per_family.py --cases rw,bart      # some cases
     python benchmarks/studies/lowrank_per_family.py --from DIR           # the outputs of earlier runs, re-read
     python benchmarks/studies/lowrank_per_family.py ... --record NAME    # also benchmarks/studies/results/NAME.json
+    python benchmarks/studies/lowrank_per_family.py --cases belief-mnl --first-data-set 10   # other fresh data sets
 
 For each case of ``bench_hierarchical_vs_numpyro.py`` (20 subjects, 4 chains x (500 tune + 1000 draws), nutpie
 on one thread, the package's side only) it fits the data sets 2 and 3 (seeds 2 and 3, which no earlier
@@ -36,7 +37,7 @@ CASES = ["rw-pm", "rw", "hyperbolic", "prospect-theory", "expected-value", "gene
 SETTINGS = {"diag": "--diagonal-mass-matrix", "lowrank": "--low-rank-mass-matrix"}
 FIRST_DATA_SET, DATA_SETS = 2, 2
 ARGS = ["--package-only", "--subjects", "20", "--draws", "1000", "--tune", "500", "--reps", str(DATA_SETS),
-        "--cores", "1", "--first-data-set", str(FIRST_DATA_SET)]
+        "--cores", "1"]
 RHAT = 1.01
 #: NumPyro's min bulk ESS and CPU seconds on data sets 0 and 1 of the families the rule switched, as
 #: docs/benchmarks.md recorded them (RW and expected value: "the three families without a row", code ccc2246;
@@ -54,10 +55,12 @@ def fits(text: str) -> dict[int, dict[str, Any]]:
     return {r["rep"]: r for r in rows}
 
 
-def run(case: str, setting: str) -> str:
-    """The bench's output for ``case`` at ``setting``, in a fresh process on one thread."""
+def run(case: str, setting: str, first: int = FIRST_DATA_SET) -> str:
+    """The bench's output for ``case`` at ``setting`` on data sets ``first`` and ``first + 1``, in a fresh process on
+    one thread."""
     env = {"OMP_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, str(BENCH), *ARGS, "--cases", case, SETTINGS[setting]],
+    done = subprocess.run([sys.executable, str(BENCH), *ARGS, "--first-data-set", str(first), "--cases", case,
+                           SETTINGS[setting]],
                           capture_output=True, text=True, check=False, env={**os.environ, **env})
     return done.stdout
 
@@ -130,7 +133,8 @@ def paired(outputs: dict[str, str]) -> list[list[str]]:
 #: a draw.
 COLUMNS = ["case", "data set", "diagonal", "low-rank", "low / diag", "rule"]
 CELL = ("Each cell: min bulk ESS per CPU-second (min bulk ESS; CPU s), max R-hat, divergences, leapfrog steps a draw; "
-        "data set 2 is each process's first fit (it compiles)")
+        "the first data set is each process's first fit (it compiles, or loads numba's disk cache where an earlier "
+        "process compiled it)")
 
 
 def write_record(o: argparse.Namespace, script: str, default_cases: list[str], legend: str, verdict: str,
@@ -155,14 +159,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--paired", type=Path, default=None,
                     help="also read DIR/ds01-CASE.txt (the bench on data sets 0 and 1 at the product's setting) for "
                          "each switched family and print its ratio to NumPyro's recorded rate")
+    ap.add_argument("--first-data-set", type=int, default=FIRST_DATA_SET,
+                    help="the first of the two fresh data sets (seeds) each process fits; the rule reads both")
     o = ap.parse_args(argv)
     cases = [c for c in o.cases.split(",") if c]
-    if (outputs := outputs_of(o.source, cases, list(SETTINGS), run)) is None:
+    if o.first_data_set < 0:
+        print("--first-data-set must be 0 or more", file=sys.stderr)
+        return 2
+    if (outputs := outputs_of(o.source, cases, list(SETTINGS),
+                              lambda case, setting: run(case, setting, o.first_data_set))) is None:
         return 2
     rows, switched = study(outputs)
     lines = [CELL, " | ".join(COLUMNS), *(" | ".join(r) for r in rows),
              f"the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}"]
-    tables = [{"title": "fresh data sets 2 and 3", "columns": COLUMNS, "rows": rows}]
+    tables = [{"title": f"fresh data sets {o.first_data_set} and {o.first_data_set + 1}", "columns": COLUMNS,
+               "rows": rows}]
     if o.paired is not None:
         pairs = paired({c: (o.paired / f"ds01-{c}.txt").read_text(encoding="utf-8") for c in switched})
         lines += [" | ".join(PAIRED_COLUMNS), *(" | ".join(r) for r in pairs)]
@@ -172,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if o.record:
         sys.path.insert(0, str(HERE))
-        write_record(o, "lowrank_per_family.py", CASES, CELL,
+        script = "lowrank_per_family.py" + ("" if o.first_data_set == FIRST_DATA_SET
+                                            else f" --first-data-set {o.first_data_set}")
+        write_record(o, script, CASES, CELL,
                      f"the rule takes the low-rank mass matrix for: {', '.join(switched) or 'none'}", tables)
     return 0
 

@@ -20,12 +20,12 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _timing import best_cpu_of
 
 HERE = Path(__file__).resolve().parent
 N_ELEMENTS = 4096
@@ -37,15 +37,13 @@ CALLS_A_ROW = {"belief-mnl": {"exp": 2, "log": 1}, "belief-loss": {"exp": 5, "lo
 
 
 def best_ns(f: Callable[[], Any], elements: int, calls: int = CALLS) -> float:
-    """Best of :data:`REPEATS` mean ns an element of ``calls`` calls of ``f`` (one warm-up call first)."""
-    f()
-    best = float("inf")
-    for _ in range(REPEATS):
-        start = time.process_time()  # CPU of every thread: a library that spreads a loop over threads pays for all
+    """Best of :data:`REPEATS` mean CPU ns an element of ``calls`` calls of ``f`` (process CPU of every thread: a
+    library that spreads a loop over threads pays for all; ``_timing.best_cpu_of``, one warm-up round first)."""
+    def repeated() -> None:  # each result dropped before the next call (a list of them would hold the memory)
         for _ in range(calls):
             f()
-        best = min(best, (time.process_time() - start) / calls)
-    return best * 1e9 / elements
+
+    return best_cpu_of(repeated, REPEATS) / calls * 1e9 / elements
 
 
 def numba_side() -> dict[str, float]:

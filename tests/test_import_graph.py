@@ -6,7 +6,9 @@ metrics, importers and tables import no agent; the tables modules import no envi
 Every ``import`` counts, at module level, inside a function (an import deferred for start-up
 speed is fine, but it must not go up or close a cycle) or under ``if TYPE_CHECKING:`` (a type-only
 import still ties the modules together).  The graph is read from the source with :mod:`ast`, so
-nothing is imported.  ``from pkg import mod`` is an edge to ``pkg.mod``; the enclosing packages an
+nothing is imported.  ``from pkg import mod`` is an edge to ``pkg.mod``; a package module named in a
+string (``importlib.import_module("cogtestbed.cli")``, a lazy ``"module:attr"``, a dispatch table's module
+name) is an edge too; the enclosing packages an
 import runs on its way (``cogtestbed/__init__.py``, ``validation/__init__.py``) are not edges: they
 stay light, and every submodule import runs them.
 """
@@ -110,7 +112,21 @@ def import_graph(type_checking: bool = True) -> dict[str, set[str]]:
                     target = target.rpartition(".")[0]
                 if target and target != name:
                     graph[name].add(target)
+        graph[name] |= named_modules(tree, name, modules)
     return graph
+
+
+def named_modules(tree: ast.AST, module: str, modules: Mapping[str, Path]) -> set[str]:
+    """Package modules a module names in a string: ``importlib.import_module("cogtestbed.x")``, a lazy
+    ``"cogtestbed.x:attr"`` or a dispatch table's ``("cogtestbed.x", "function")`` load that module at run time,
+    so each counts as an import (an edge the ``import`` statements alone would hide)."""
+    named = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            target = node.value.partition(":")[0]
+            if target in modules and target != module and target.startswith("cogtestbed."):
+                named.add(target)
+    return named
 
 
 def layer_of(module: str) -> int:
@@ -138,6 +154,17 @@ def test_the_graph_is_read() -> None:
 
 def test_every_module_is_in_a_layer() -> None:
     assert [m for m in import_graph() if layer_of(m) < 0] == []
+
+
+def test_a_module_named_in_a_string_is_an_edge() -> None:
+    """``import_module`` with a literal name, a lazy ``"module:attr"`` and a string dispatch are imports."""
+    modules = _module_names()
+    tree = ast.parse('import importlib\nrun = importlib.import_module("cogtestbed.cli").run_cli\n'
+                     'SPEC = Lazy("cogtestbed.agents.bart:BartAgent")\nKIND = _run("cogtestbed.api.plan", "plan")\n')
+    named = named_modules(tree, "cogtestbed.llm_adapters.servers.server", modules)
+    assert named == {"cogtestbed.cli", "cogtestbed.agents.bart", "cogtestbed.api.plan"}
+    assert ("cogtestbed.llm_adapters.servers.server", "cogtestbed.cli") in upward_imports(
+        {"cogtestbed.llm_adapters.servers.server": named})
 
 
 def test_each_module_imports_only_those_below_it() -> None:

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import time
-import warnings
 
 import pytest
 
@@ -54,27 +53,6 @@ def test_serve_answers_one_request_and_stops_on_sigterm() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-@pytest.mark.parametrize("module", ["cogtestbed.llm_adapters.servers.server", "cogtestbed.llm_adapters.server"])
-def test_the_old_module_paths_run_serve_with_one_deprecation_line(module: str) -> None:
-    done = subprocess.run([sys.executable, "-m", module, "--model", "m", "--status", "200"], capture_output=True,
-                          text=True, timeout=120)
-    lines = done.stderr.splitlines()
-    assert lines[0] == (f"warning: DeprecationWarning: `python -m {module}` is deprecated and will be removed; "
-                        "use `cogtestbed serve` (same options)")
-    assert done.returncode == 2 and len(lines) == 2 and "--status" in lines[1]  # the command's own refusal
-
-
-def test_the_removed_module_still_imports_with_a_warning() -> None:
-    sys.modules.pop("cogtestbed.llm_adapters.server", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        import cogtestbed.llm_adapters.server as old
-    from cogtestbed.llm_adapters.servers import server
-
-    assert old.create_app is server.create_app and old.serve is server.serve
-    assert [w.category for w in caught if "llm_adapters.server " in str(w.message)] == [DeprecationWarning]
 
 
 def test_serve_refuses_bad_options_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:

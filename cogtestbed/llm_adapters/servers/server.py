@@ -295,11 +295,6 @@ def serve_app(app: Any, host: str = "127.0.0.1", grace: float = SHUTDOWN_GRACE_S
             raise RuntimeError(f"the local server on {host}:{port} did not stop within {stop_within:g} s")
 
 
-#: The one line the deprecated ``python -m`` entry points print (the command is ``cogtestbed serve``).
-DEPRECATED_ENTRY = ("warning: DeprecationWarning: `python -m {module}` is deprecated and will be removed; "
-                    "use `cogtestbed serve` (same options)")
-
-
 def fault_injector(fail_rate: float = 0.0, status: int | None = None, drop: bool = False,
                    delay: float | None = None, retry_after: float | None = None,
                    seed: int = 0) -> FaultInjector | None:
@@ -364,19 +359,3 @@ def run_server(models: Sequence[str], host: str = "127.0.0.1", port: int = 8000,
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0 if stop.is_set() else 1
-
-
-def main(argv: list[str] | None = None, module: str = __name__) -> None:
-    """The deprecated ``python -m cogtestbed.llm_adapters.servers.server`` (and the older
-    ``python -m cogtestbed.llm_adapters.server``): one deprecation line on stderr, then ``cogtestbed serve``
-    with the same arguments.  The command line is the layer above this one, so it is looked up at run time."""
-    import importlib
-    import sys
-
-    sys.stderr.write(DEPRECATED_ENTRY.format(module=module) + "\n")
-    run_cli = importlib.import_module("cogtestbed.cli").run_cli
-    sys.exit(run_cli(["serve", *(sys.argv[1:] if argv is None else argv)]))
-
-
-if __name__ == "__main__":
-    main(module="cogtestbed.llm_adapters.servers.server")

@@ -37,7 +37,7 @@ from typing import IO, Any
 from filelock import FileLock, Timeout
 
 from cogtestbed.errors import CogtestbedError, ResumeMismatch
-from cogtestbed.llm_adapters.middleware.limits import Spend, read_ledger
+from cogtestbed.llm_adapters.middleware.limits import Spend, read_ledger, read_paid_keys
 from cogtestbed.outputs import new_file_mode, write_failure
 from cogtestbed.redact import redact, redact_json
 from cogtestbed.trials import package_versions, write_files_together
@@ -193,6 +193,14 @@ class RunDir:
             return Spend()
         with ledger.open() as fh:
             return read_ledger(fh)
+
+    def paid_keys(self) -> set[str]:
+        """The cache keys of the answers this run directory paid for, in every earlier invocation."""
+        ledger = self.path / LEDGER_FILE
+        if not ledger.exists():
+            return set()
+        with ledger.open() as fh:
+            return read_paid_keys(fh)
 
     def ledger_writer(self) -> Callable[[dict[str, object]], None]:
         """Append one JSON line per event (flushed at once, so a kill loses at most a half line)."""

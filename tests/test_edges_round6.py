@@ -155,3 +155,46 @@ def test_scoring_prints_no_past_key_values_future_warning(tiny) -> None:
     texts = [str(w.message) for w in seen]
     assert not any("past_key_values" in t for t in texts), texts
     assert "another FutureWarning" in texts
+
+
+# ----------------------------------------------------------------------------- the call budget (items 7, 8)
+def _run(url: str, tmp: Path, *extra: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, ["run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode",
+                                   "completions", "--base-url", url, "--cache", str(tmp / "cache.sqlite"),
+                                   "--design", "visits_per_casino=2", "--subjects", "3", *extra])
+    return res.exit_code, res.stderr
+
+
+def test_a_budget_of_exactly_the_runs_calls_finishes_against_an_endpoint_failing_every_other_request(
+        server, tmp_path: Path) -> None:
+    """3 subjects x 8 calls and ``--max-calls 24``: every other request answered 503 (retried, billed nothing) -
+    the run completes with 24 calls (before: each retry was a call, and it stopped at half its subjects)."""
+    from cogtestbed.llm_adapters.servers.server import Fault
+
+    url, faults = server
+    faults.add(*[f for _ in range(24) for f in (Fault("status", 503, retry_after=0.0), Fault("delay", seconds=0))])
+    code, err = _run(url, tmp_path, "--max-calls", "24", "-o", str(tmp_path / "run"))
+    faults.pending.clear()
+    assert code == 0, err
+    stats = json.loads((tmp_path / "run" / "run.json").read_text())["stats"]
+    assert (stats["subjects_complete"], stats["total_calls"], stats["retries"], stats["stopped"]) == (3, 24, 24, None)
+
+
+def test_a_resumed_run_counts_its_own_earlier_answers_as_paid_not_as_cache_hits(server, tmp_path: Path) -> None:
+    """A run stopped by its budget after one subject and resumed with more: the summary counts the 24 calls the
+    run directory paid over both invocations, none from the cache (before: "24 calls, 8 from the cache, 16 new"
+    and only the second invocation's cost); a fresh run directory on the same cache is all cache hits."""
+    url, _ = server
+    run = str(tmp_path / "run")
+    code, err = _run(url, tmp_path, "--max-calls", "10", "-o", run)
+    assert code == 3 and "stopped: budget" in err, err
+    code, err = _run(url, tmp_path, "-o", run, "--resume", "--add-budget", "calls=14")
+    assert code == 0, err
+    stats = json.loads((tmp_path / "run" / "run.json").read_text())["stats"]
+    assert (stats["calls_total"], stats["cache_hits"], stats["new_calls"], stats["total_calls"]) == (24, 0, 16, 24)
+    said = " ".join(err.split())  # the console wraps its lines
+    assert said.endswith("/run; 24 calls, 0 from the cache; paid by this run: 24 calls (16 calls in this invocation)")
+    code, err = _run(url, tmp_path, "-o", str(tmp_path / "again"))
+    assert code == 0, err
+    again = json.loads((tmp_path / "again" / "run.json").read_text())["stats"]
+    assert (again["cache_hits"], again["new_calls"], again["total_calls"]) == (24, 0, 0)

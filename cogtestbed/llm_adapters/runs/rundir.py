@@ -15,7 +15,10 @@ from the same totals) and ``status``:
   for its whole life; a second one on the same directory fails at once.  The kernel drops the lock
   when a process dies, so a killed run never leaves a stale lock behind.
 * **Ledger**: ``RUN_DIR/spend.jsonl`` gets a line when a call's worst case is booked and one when
-  it settles (:func:`cogtestbed.llm_adapters.middleware.limits.read_ledger`), so the totals survive a kill.
+  it settles (:func:`cogtestbed.llm_adapters.middleware.limits.read_ledger`), so the totals survive a kill,
+  and one with the cache key of each answer the run paid for
+  (:func:`~cogtestbed.llm_adapters.middleware.limits.read_paid_keys`): replayed on ``--resume``, those
+  answers are the run's calls, not cache hits.
 * **Commit**: the tables and the manifest are first all written to temporary files beside their
   targets (the step that can fail: disk full, permissions, a bad value), then renamed into place
   in one go, ``run.json`` last; a failed commit leaves the previous files untouched.  Files get

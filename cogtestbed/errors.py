@@ -93,11 +93,17 @@ def printable(text: str) -> str:
     return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
+def printable_line(text: str) -> str:
+    """``text`` as one line a terminal shows as written: its line breaks escaped (``\\n``, ``\\r``: a
+    carriage return would let the rest overwrite the line, e.g. a forged ``error:``) and every other
+    control character too (:func:`printable`).  Every line that quotes a file's values passes it."""
+    return printable(text.replace("\n", "\\n").replace("\r", "\\r"))
+
+
 def quoted(value: Any) -> str:
     """``value`` as a message quotes it: a string in quotes, any other value as ``str`` gives it,
     either with its control characters escaped (:func:`printable`) and its line breaks too."""
-    text = repr(value) if isinstance(value, str) else str(value)
-    return printable(text.replace("\n", "\\n").replace("\r", "\\r"))
+    return printable_line(repr(value) if isinstance(value, str) else str(value))
 
 
 class CogtestbedError(Exception):

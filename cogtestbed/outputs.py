@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import shutil
 import tempfile
@@ -268,7 +269,9 @@ def claim_file(path: Path, force: bool = False) -> Iterator[Path]:
     (``.NAME.cogtestbed-writing``) created exclusively, so of two commands writing one file at once
     one wins and the other is refused; then an existing ``path`` is refused unless ``force``.  Missing
     folders of ``path`` are created first (the marker lives there) and removed again, where still
-    empty, if the body raises (with what they hold, if a signal ends the command: :func:`_created_by_block`)."""
+    empty, if the body raises (with what they hold, if a signal ends the command: :func:`_created_by_block`).
+    Taking the claim removes the temporary files of ``path`` a killed writer left (:func:`remove_stale_temps`):
+    no other command can be writing them."""
     path = Path(path)
     with _created_by_block(_missing_parents(path.parent)):
         try:
@@ -278,7 +281,22 @@ def claim_file(path: Path, force: bool = False) -> Iterator[Path]:
         with _claimed(path.with_name(f".{path.name}{CLAIM_FILE}")) as ours:
             if ours and not force and path.exists():
                 raise OutputError(f"output {path} exists; pass `force` to overwrite it")
+            if ours:
+                remove_stale_temps(path)
             yield path
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Remove the temporary files of ``path`` and of its manifest (``.NAME.*.tmp``, as :func:`atomic_write_bytes`
+    and :func:`cogtestbed.trials.write_files_together` name them) that a writer killed before its rename left
+    behind (a killed streamed ``simulate -o`` leaves its partial table); call it only while holding the claim
+    of ``path``.  Returns what it removed."""
+    removed = []
+    for left in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+            left.unlink()
+            removed.append(left)
+    return removed
 
 
 @contextlib.contextmanager

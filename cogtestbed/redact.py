@@ -13,7 +13,7 @@ transcripts.  It removes
   (``--api-key``), in every form a server may echo them (:func:`key_forms`):
 
   - raw, and any contiguous piece of the key of :data:`MIN_PIECE` characters or more (a key split in
-    two is removed piece by piece);
+    two is removed piece by piece), and the same of the key reversed (a server that echoes it backwards);
   - percent-encoded, wholly or in part, upper- or lower-case hex, once or twice (``%252F``), and
     JSON-escaped (``\\/``, ``\\u002b``): the text is matched through a decoded view of it;
   - base64, standard and URL-safe, with or without padding, at any of the three byte alignments
@@ -102,9 +102,10 @@ def base64_cores(key: str) -> list[str]:
 @lru_cache(maxsize=64)
 def key_forms(key: str) -> frozenset[str]:
     """The pieces of ``key`` that :func:`redact` removes wherever they appear: every
-    :data:`MIN_PIECE`-character piece of the raw key and every ten-character piece of its base64
-    forms (:func:`base64_cores`; ten characters hold :data:`MIN_PIECE` bytes at any alignment)."""
-    pieces = {key[i:i + MIN_PIECE] for i in range(len(key) - MIN_PIECE + 1)}
+    :data:`MIN_PIECE`-character piece of the raw key and of the key reversed, and every ten-character
+    piece of its base64 forms (:func:`base64_cores`; ten characters hold :data:`MIN_PIECE` bytes at any
+    alignment)."""
+    pieces = {text[i:i + MIN_PIECE] for text in (key, key[::-1]) for i in range(len(key) - MIN_PIECE + 1)}
     for core in base64_cores(key):
         pieces |= {core[i:i + _B64_PIECE] for i in range(len(core) - _B64_PIECE + 1)}
     return frozenset(pieces)

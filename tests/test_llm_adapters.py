@@ -189,12 +189,10 @@ def test_retries_on_429_with_retry_after_500_and_dropped_connection(server, tiny
     expected = tiny_chat.generate("hi", max_tokens=4).text
     start = len(faults.log)
     faults.add(Fault("status", 429, retry_after=1.0), Fault("status", 500), Fault("drop"))
-    t0 = time.monotonic()
     assert client.generate("hi", max_tokens=4).text == expected
     log = faults.log[start:]
     assert [what for _, _, what in log] == ["status", "status", "drop", "ok"]
-    assert log[1][0] - log[0][0] >= 1.0  # Retry-After honoured
-    assert time.monotonic() - t0 >= 1.0
+    assert log[1][0] - log[0][0] >= 1.0  # Retry-After honoured (a floor the client sleeps: no load shortens it)
     assert [name for name, _ in client.retries] == ["RateLimitError", "InternalServerError",
                                                     "APIConnectionError"]
     # A timeout is retried too; a 400 is not; a persistent 500 gives up after `attempts`.
@@ -295,6 +293,14 @@ def test_budget_stops_cleanly_and_resume_finishes_identically(tmp_path, tiny):
     assert resumed.status == "complete" and resumed.stats["new_calls"] == 16 - 8
     assert resumed.stats["total_calls"] == 16 and resumed.stats["max_calls"] == 16
     pd.testing.assert_frame_equal(resumed.trials, reference.trials)
+    # the first subject's 8 answers, replayed, were paid by this run: no cache hit (before: "16 calls, 8 from the
+    # cache, 8 new" and only this invocation's cost), the calls table as the uninterrupted run's
+    assert resumed.stats["cache_hits"] == 0 and not resumed.calls["cached"].any()
+    pd.testing.assert_series_equal(resumed.calls["cached"], reference.calls["cached"])
+    from cogtestbed.api.run import run_summary
+
+    assert run_summary(resumed, tmp_path / "run").endswith(
+        "16 calls, 0 from the cache; paid by this run: 16 calls (8 calls in this invocation)")
     with pytest.raises(ValueError, match="`resume`"):
         run_in_process(tmp_path, tiny, design=design)
     with pytest.raises(ValueError, match="seed"):
@@ -355,7 +361,8 @@ def test_kill9_then_resume_equals_an_uninterrupted_run(tmp_path, tiny):
     resumed = pd.read_parquet(tmp_path / "run/trials.parquet")
     manifest = json.loads((tmp_path / "run/trials.parquet.manifest.json").read_text())
     stats = manifest["stats"]
-    assert stats["cache_hits"] >= rows and stats["new_calls"] == 32 - stats["cache_hits"]
+    # the answers paid before the kill are this run's calls, not cache hits (at most the one in flight is asked again)
+    assert stats["cache_hits"] == 0 and stats["new_calls"] <= 32 - rows + 1 and stats["total_calls"] >= 32
     design = get_experiment("instrumental-learning").env_cls.design_cls(visits_per_casino=4)
     reference, _ = run_in_process(tmp_path / "ref", tiny, seed=5, design=design)
     assert len(resumed) == 32 and not resumed.duplicated(["subject", "trial"]).any()

@@ -83,15 +83,14 @@ def test_a_non_empty_folder_is_refused_without_force_and_the_claim_released(tmp_
     assert not (out / CLAIM_FILE).exists()
 
 
-def test_plan_into_a_non_empty_folder_is_refused_before_simulating(tmp_path: Path, capsys) -> None:
+def test_plan_into_a_non_empty_folder_is_refused_before_simulating(tmp_path: Path, capsys, no_simulation) -> None:
     out = tmp_path / "plan"
     out.mkdir()
     (out / "plan.json").write_text('{"an": "earlier plan"}')
-    t0 = time.monotonic()
     code = run_cli(["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.3",
                     "--llm", "openai:gpt-4o-mini", "--subjects", "4,8", "-o", str(out)])
     err = capsys.readouterr().err
-    assert code == 2 and "is not empty; pass --force" in err and time.monotonic() - t0 < 30
+    assert code == 2 and "is not empty; pass --force" in err
     assert json.loads((out / "plan.json").read_text()) == {"an": "earlier plan"}
 
 

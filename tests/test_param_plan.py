@@ -165,7 +165,9 @@ def test_an_llm_against_a_human_sample_plans_one_llm_against_the_fixed_sample(tm
     plan = ct.plan("instrumental-learning", llm="openai:gpt-4o-mini", model="rw", effect={"alpha": 0.3},
                    human=path, subjects="4:24", trials="96", mc_se=0.1, seed=1, workers=1)
     payload = plan.to_dict()
-    assert payload["target"]["what"] == (f"a difference in alpha of 0.3 between an LLM and {path} (rw)")
+    # the data set's name, not its path (before: the path, verbatim, in the summary sentence)
+    assert payload["target"]["what"] == "a difference in alpha of 0.3 between an LLM and people.parquet (rw)"
+    assert str(tmp_path) not in "\n".join(plan.lines())
     assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
     with pytest.raises(ValueError, match="`human` is one group"):
         ct.plan("instrumental-learning", llm=("openai:gpt-4o-mini", "openai:gpt-4o"), model="rw",

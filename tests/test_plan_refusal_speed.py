@@ -35,14 +35,13 @@ def test_the_refusals_import_nothing_heavy() -> None:
     assert_refused_cold(REFUSED)
 
 
-def test_a_cold_refusal_takes_well_under_a_second_of_cpu() -> None:
-    """One refusal in a fresh process: under 1 s of CPU (the machine's load stretches the wall clock, not the
-    CPU); before the shipped facts it imported the experiment (numba, scipy, pandas: 0.6 s of CPU on its own,
-    2-4 s of wall under load)."""
-    code = "import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))"
-    done, cpu = cold(code, "plan", *REFUSED[2])
+def test_a_cold_refusal_imports_nothing_heavy() -> None:
+    """One refusal in a fresh process, as the command line runs it: exit 2, its one line, and not one heavy module
+    imported (before the shipped facts it imported the experiment: numba, scipy, pandas, 0.6 s of CPU on its own;
+    no test times it, the imports are what made it slow)."""
+    assert_refused_cold([REFUSED[2]])
+    done = cold("import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))", "plan", *REFUSED[2])
     assert done.returncode == 2 and "cannot be planned with forms" in done.stderr
-    assert cpu < 1.0, cpu
 
 
 @pytest.mark.parametrize("name", list(ct.experiments()))

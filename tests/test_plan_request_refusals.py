@@ -7,7 +7,6 @@ a traceback, or planned something other than what was asked (an option dropped, 
 
 from __future__ import annotations
 
-import time
 from typing import Any, cast
 
 import pytest
@@ -231,13 +230,10 @@ REFUSED += FROM_FACTS
 def test_a_request_no_plan_answers_as_asked_is_refused_at_once(
         no_simulation: None, experiment: str, api: dict[str, Any], cli: list[str], message: str, cli_message: str,
         capsys: pytest.CaptureFixture[str]) -> None:
-    ct.get_experiment(experiment)  # the experiment's import is no part of the check
-    start = time.perf_counter()
+    ct.get_experiment(experiment)
     with pytest.raises((ct.InputError, ct.UnknownNameError)) as refused:  # an unknown name: the registry's error
-        ct.plan(experiment, **api)
-    took = time.perf_counter() - start
+        ct.plan(experiment, **api)  # before any simulation (the fixture no_simulation refuses one)
     assert str(refused.value) == message
-    assert took < 1.0, took
     assert run_cli(["plan", experiment, *cli]) == 2
     err = capsys.readouterr().err
     assert err.strip().splitlines()[-1] == f"error: {cli_message}" and "Traceback" not in err
@@ -291,13 +287,14 @@ def test_these_refusals_import_nothing_heavy() -> None:
     """Each refusal above, from a cold command line, before the sequential planner or any numerical library is
     imported."""
     assert_refused_cold(COLD, (*HEAVY, "cogtestbed.validation.design.seqplan"))
-def test_a_size_refusal_from_the_facts_takes_well_under_a_second_of_cpu_cold() -> None:
-    """``--trials 7`` (unreachable) from a fresh process: under 1 s of CPU (before: 1.9 s, the experiment imported)."""
-    code = "import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))"
-    done, cpu = cold(code, "plan", "instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7")
+def test_a_size_refusal_from_the_facts_is_refused_cold() -> None:
+    """``--trials 7`` (unreachable) from a fresh process: its one line, before anything heavy is imported (before:
+    the experiment was imported, 1.9 s of CPU)."""
+    argv = ["instrumental-learning", *RW_CLI, "--effect", "optimism_bias=0.2", "--trials", "7"]
+    assert_refused_cold([argv])
+    done = cold("import sys; from cogtestbed.cli import run_cli; sys.exit(run_cli(sys.argv[1:]))", "plan", *argv)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [f"error: {UNREACHABLE.format('--trials', '7:7')}"]
-    assert cpu < 1.0, cpu
 
 
 @pytest.mark.parametrize(("experiment", "options"), [

@@ -8,7 +8,6 @@ from __future__ import annotations
 import gzip
 import json
 import struct
-import time
 import tracemalloc
 import zipfile
 import zlib
@@ -150,21 +149,21 @@ def _zip_bomb(path: Path, size: int = 1 << 30, chunk: int = 1 << 20) -> None:
     path.write_bytes(local + body + central + end)
 
 
-def _timed(call: Callable[[], object]) -> tuple[BaseException | None, float, int]:
+def _traced(call: Callable[[], object]) -> tuple[BaseException | None, int]:
+    """(what ``call`` raised, its peak of traced memory): memory flat shows the input is never inflated, whatever
+    the machine's load (no test times it)."""
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         call()
         raised = None
     except Exception as exc:  # noqa: BLE001 - the test asserts on it
         raised = exc
-    seconds = time.perf_counter() - start
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return raised, seconds, peak
+    return raised, peak
 
 
-def test_a_zip_bomb_is_refused_in_under_a_second_with_memory_flat(tmp_path: Path) -> None:
+def test_a_zip_bomb_is_refused_with_memory_flat(tmp_path: Path) -> None:
     import cogtestbed as ct
     import cogtestbed.api.transcripts  # noqa: F401 - the modules loaded: their import is not the refusal's time
     import cogtestbed.llm_adapters.runs.transcript  # noqa: F401
@@ -176,10 +175,10 @@ def test_a_zip_bomb_is_refused_in_under_a_second_with_memory_flat(tmp_path: Path
         assert archive.getinfo("prompts.jsonl").file_size == 1 << 30
     for call in (lambda: read_records(bomb), lambda: transcript_table(bomb),
                  lambda: ct.transcript_nll("hf:no-such-model", bomb)):
-        raised, seconds, peak = _timed(call)
+        raised, peak = _traced(call)
         assert isinstance(raised, InputLimitError), raised
         assert "1,024 MiB uncompressed" in str(raised) and "input limit of 50 MiB" in str(raised)
-        assert seconds < 1.0 and peak < 8 * 2**20, (seconds, peak)
+        assert peak < 8 * 2**20, peak
     defects = validate_psych201(bomb)
     assert [d.kind for d in defects] == ["input_limit"]
 
@@ -194,10 +193,10 @@ def test_reading_stops_at_the_limit_whatever_a_header_declares(tmp_path: Path,
     parts = [z.compress(data) + z.flush(zlib.Z_FULL_FLUSH)]
     block = z.compress(data) + z.flush(zlib.Z_FULL_FLUSH)
     bomb.write_bytes(parts[0] + block * 255)  # 256 MiB, no trailer needed to refuse
-    raised, seconds, peak = _timed(lambda: read_records(bomb))
+    raised, peak = _traced(lambda: read_records(bomb))
     assert isinstance(raised, InputLimitError) and "uncompressed content is over the input limit of 4 MiB" in str(
         raised)
-    assert seconds < 1.0 and peak < 8 * 2**20
+    assert peak < 8 * 2**20
     small = tmp_path / "ok.jsonl.gz"
     small.write_bytes(gzip.compress(json.dumps({"text": "<<a>>", "experiment": "x", "participant": 1}).encode()))
     assert read_records(small)[0].text == "<<a>>"
@@ -233,6 +232,10 @@ def _seeded_corpus(rng: np.random.Generator) -> list[tuple[str, list[bytes]]]:
         ("rt_type", [enc(_record(RTs=",".join(map(str, ms))))]),
         ("rt_type", [enc(_record(RTs=[ms[0], {"ms": ms[1]}, ms[2]]))]),
         ("rt_type", [enc(_record(RTs=[ms[0], True, ms[2]]))]),
+        ("rt_value", [enc(_record(RTs=[ms[0], float("nan"), ms[2]]))]),
+        ("rt_value", [enc(_record(RTs=[ms[0], ms[1], float("inf")]))]),
+        ("rt_value", [enc(_record(RTs=[-5, ms[1], ms[2]]))]),
+        ("rt_value", [enc(_record(RTs=[ms[0], 1e308, ms[2]]))]),
         ("markers_missing", [enc(_record(text=text.replace("<<", "").replace(">>", ""), RTs=[]))]),
         ("markers_missing", [enc(_record(text=text.replace("<<", "[").replace(">>", "]"), RTs=[]))]),
         ("markers_missing", [enc(_record(text=text.replace("<<", "<").replace(">>", ">"), RTs=[]))]),

@@ -116,14 +116,13 @@ def test_top_logprobs_100000_gets_a_400_in_under_a_second_while_another_client_i
     thread.start()
     try:
         assert started.wait(30)
-        t0 = time.monotonic()
         resp = _post(url, "chat/completions", {"model": CHAT, "messages": HI, "logprobs": True,
                                                "top_logprobs": 100000, "max_tokens": 200}, timeout=5)
-        elapsed = time.monotonic() - t0
+        answered_while_held = not release.is_set()  # refused without waiting for the model the other holds
     finally:
         release.set()
         thread.join(60)
-    assert resp.status_code == 400 and elapsed < 1.0, (resp.status_code, elapsed)
+    assert resp.status_code == 400 and answered_while_held, resp.status_code
     assert other["resp"].status_code == 200
 
 
@@ -154,13 +153,10 @@ def test_requests_beyond_the_queue_get_429_and_the_rest_are_served(tiny, monkeyp
         while billing.requests < 2 and time.monotonic() < deadline:  # the second waits for it
             time.sleep(0.01)
         time.sleep(0.2)
-        t0 = time.monotonic()
-        busy = httpx.post(f"{url}/completions", json=body, timeout=5)
-        elapsed = time.monotonic() - t0
+        busy = httpx.post(f"{url}/completions", json=body, timeout=5)  # answered while the model is held
         release.set()
         for t in threads:
             t.join(60)
-    assert busy.status_code == 429 and busy.headers["retry-after"] == "1" and elapsed < 1.0
     assert busy.status_code == 429 and busy.headers["retry-after"] == "1"
     assert busy.json()["error"]["code"] == "rate_limit_exceeded"
     assert [r.status_code for r in results] == [200, 200]
@@ -173,11 +169,9 @@ def test_a_request_waits_for_its_model_at_most_the_time_limit() -> None:
     async def main() -> int:
         gate, model = Gate(4, wait=0.2), object()
         async with gate.admit(), gate.model(model):
-            t0 = time.monotonic()
-            with pytest.raises(RequestError) as info:
+            with pytest.raises(RequestError) as info:  # the held model is never released: only the limit ends it
                 async with gate.admit(), gate.model(model):
                     pass
-            assert time.monotonic() - t0 < 2
             assert gate.held == 1
         assert gate.held == 0
         return info.value.status
@@ -207,9 +201,10 @@ def test_the_servers_memory_stays_bounded_under_logprob_requests(server) -> None
     assert _rss_mb() - before < 60
 
 
-def _leaves(tiny: Any, monkeypatch: pytest.MonkeyPatch, grace: float) -> tuple[list[str], list[Any], float]:
+def _leaves(tiny: Any, monkeypatch: pytest.MonkeyPatch, grace: float) -> tuple[list[str], list[Any], bool]:
     """A completions request whose generation is held until 1 s after the client left (its timeout) and the
-    ``serve_app`` block exited: (threads left running after the block, the prompts then scored, seconds)."""
+    ``serve_app`` block exited: (threads left running after the block, the prompts then scored, whether the
+    held generation had been released when the block returned)."""
     import httpx
 
     from cogtestbed.llm_adapters.servers.server import create_app, serve_app
@@ -226,16 +221,16 @@ def _leaves(tiny: Any, monkeypatch: pytest.MonkeyPatch, grace: float) -> tuple[l
     monkeypatch.setattr(tiny, "prompt_logprobs", lambda prompt: scored.append(prompt) or [])
     before = set(threading.enumerate())
     timer = threading.Timer(1.0, release.set)
-    t0 = time.monotonic()
     with serve_app(create_app({"tiny-random": tiny}), grace=grace, stop_within=30) as root:
         with pytest.raises(httpx.TimeoutException):  # echo: a second worker-thread step after the generation
             httpx.post(f"{root}/v1/completions", json={"model": "tiny-random", "prompt": "x", "max_tokens": 1,
                                                        "echo": True, "logprobs": 1}, timeout=0.3)
         assert started.wait(30)
         timer.start()
+    waited = release.is_set()
     timer.join()
     left = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
-    return left, scored, time.monotonic() - t0
+    return left, scored, waited
 
 
 def test_leaving_serve_cancels_a_request_whose_client_left_and_leaves_no_thread(
@@ -244,9 +239,9 @@ def test_leaving_serve_cancels_a_request_whose_client_left_and_leaves_no_thread(
     computing for a client that had left, and at the interpreter's exit its next ``asyncio.to_thread``
     raised ``cannot schedule new futures after shutdown``.  Now the request is cancelled after the grace
     (nothing scored after the generation) and the block returns only once the thread has ended."""
-    left, scored, seconds = _leaves(tiny, monkeypatch, grace=0.2)
+    left, scored, waited = _leaves(tiny, monkeypatch, grace=0.2)
     assert left == [] and scored == []
-    assert 1.0 <= seconds < 20  # it waited for the held generation, which the grace does not interrupt
+    assert waited  # it waited for the held generation, which the grace does not interrupt
 
 
 def test_a_server_that_does_not_stop_is_an_error_not_a_thread_left_behind(

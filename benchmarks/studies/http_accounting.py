@@ -9,7 +9,8 @@ server billed, at an example price.
 
 Part 2, caps: seeded ``--max-calls`` / ``--max-cost`` runs of the three newest families
 (belief-coherence, magnitude, revealed-belief) with injected faults (503s, dropped connections) and
-a server without log-probabilities: how many end above their cap, counted in HTTP requests and in
+a server without log-probabilities: how many end above their cap, counted in the requests the server
+answered (billed: a faulted request is answered with an error and bills nothing, so it is no call) and in
 server-billed usage (the target is 0).
 
     PYTHONPATH=. python benchmarks/studies/http_accounting.py            # both parts, full
@@ -139,9 +140,10 @@ def cap_row(experiment: str, mode: str, root: Path, seed: int, cap: str, value: 
         run_json = root / f"cap-{seed}" / "run.json"
         stats = json.loads(run_json.read_text()).get("stats") or {} if run_json.exists() else {}
         usd = billed_usd(s.billing)
-        over = (s.billing.requests > value) if cap == "calls" else (usd > value + 1e-12)
+        over = (s.billing.answered > value) if cap == "calls" else (usd > value + 1e-12)
         return {"experiment": experiment, "mode": mode, "fault": fault, "seed": seed, "cap": f"max-{cap}={value:g}",
-                "exit": code, "http_requests": s.billing.requests, "billed_usd": round(usd, 6),
+                "exit": code, "http_requests": s.billing.requests, "billed_requests": s.billing.answered,
+                "billed_usd": round(usd, 6),
                 "retries": stats.get("retries"), "subjects_complete": stats.get("subjects_complete"),
                 "over_cap": bool(over)}
 
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(pd.DataFrame(rows).to_string(index=False))
         print(f"\ncapped runs with faults ({len(caps)}):")
         print(pd.DataFrame(caps).to_string(index=False))
-        print(f"\nover their cap (HTTP requests / billed usage): {sum(c['over_cap'] for c in caps)} of {len(caps)}")
+        print(f"\nover their cap (billed requests / billed usage): {sum(c['over_cap'] for c in caps)} of {len(caps)}")
     return {"accounting": rows, "caps": caps}
 
 

@@ -263,8 +263,9 @@ def population_params(exp: ExperimentSpec, agent: str, population: Any, subjects
     if clash:
         raise InputError(f"population {pop.name} draws {', '.join(clash)}: drop `params` for "
                          f"{'it' if len(clash) == 1 else 'them'}")
-    record = {"name": pop.name, "model": pop.model, "source": pop.source,
-              **{k: v for k, v in values.items() if k.endswith("_pop")}}
+    warning = pop.use_warning()
+    record = {"name": pop.name, "model": pop.model, "source": pop.source, "converged": pop.fit.get("converged"),
+              **({"warning": warning} if warning else {}), **{k: v for k, v in values.items() if k.endswith("_pop")}}
     return {**drawn, **given}, record
 
 

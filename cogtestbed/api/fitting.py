@@ -82,11 +82,26 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
         else:
             payload.update(_hierarchical(cog, table, out, draws, chains, seed, payload["n_subjects"], log_likelihood,
                                          max_draws, say, form_effects))
-        payload["request"] = request_block(req)  # the options as given (the command line's and ct.'s alike)
+        payload["request"] = fit_request_block(req, method)
         summary = out / "summary.json"
         atomic_write_bytes(summary, lambda tmp: tmp.write_text(json.dumps(payload, indent=1, default=str)))
     say(units.line())
     return payload
+
+
+#: Sub-objects of a fit's request that only a posterior uses (draws, chains, seed; the pointwise log-likelihood).
+SAMPLING_BLOCKS = ("sampling", "posterior")
+
+
+def fit_request_block(req: Any, method: str) -> dict[str, Any]:
+    """A fit's options as given, as ``summary.json`` records them (the command line's and ``ct.``'s alike,
+    :func:`cogtestbed.request.request_block`); an MLE fit leaves out :data:`SAMPLING_BLOCKS`, which a point
+    estimate does not use."""
+    block = request_block(req)
+    if method == "mle":
+        for name in SAMPLING_BLOCKS:
+            block.pop(name, None)
+    return block
 
 
 def write_posterior(idata: Any, path: Path, log_likelihood: bool = False) -> Path:

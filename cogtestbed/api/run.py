@@ -404,17 +404,25 @@ def execute_run(request: LLMRun) -> Any:
                 limit=request.limit))
     finally:
         store.close()
-    s = result.stats
-    console_err.print(
-        f"{result.status}: {len(result.trials)} trials of {s['subjects_complete']} subjects "
-        f"({s['invalid_trials']} invalid) in {request.output}; {s['calls_total']} calls, "
-        f"{s['cache_hits']} from the cache, {s['new_calls']} new"
-        + (f", ${s['cost_usd']:.4f}" if s["cost_usd"] is not None else "")
-        + (f" (run total ${s['total_cost_usd']:.4f} of ${s['max_cost']:g})" if s.get("max_cost") is not None else "")
-        + (f"; stopped: {s['stopped']} (--resume --add-budget continues)" if s["stopped"] else ""),
-        highlight=False,
-    )
+    console_err.print(run_summary(result, request.output), highlight=False)
     return result
+
+
+def run_summary(result: Any, output: Path) -> str:
+    """The line a run ends with: its trials, its calls (those answered from a cache this run directory did not
+    fill), and what the run directory paid for over every invocation, with this invocation's share where it
+    was resumed (a monitored or sequential run resumes once per subject or look)."""
+    s = result.stats
+    priced = s["cost_usd"] is not None
+    paid = f"{s['total_calls']} calls" + (f", ${s['total_cost_usd']:.4f}" if priced else "")
+    if s.get("max_cost") is not None:
+        paid += f" of ${s['max_cost']:g}"
+    if s["new_calls"] != s["total_calls"]:
+        paid += f" ({s['new_calls']} calls" + (f", ${s['cost_usd']:.4f}" if priced else "") + " in this invocation)"
+    return (f"{result.status}: {len(result.trials)} trials of {s['subjects_complete']} subjects "
+            f"({s['invalid_trials']} invalid) in {output}; {s['calls_total']} calls, {s['cache_hits']} from the "
+            f"cache; paid by this run: {paid}"
+            + (f"; stopped: {s['stopped']} (--resume --add-budget continues)" if s["stopped"] else ""))
 
 
 def run_coroutine(coro: Any) -> Any:

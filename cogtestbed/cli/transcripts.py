@@ -9,6 +9,7 @@ from pathlib import Path
 from cogtestbed.api.workflow_options import TranscriptNllRequest, ValidateRequest
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.options import request_command
+from cogtestbed.errors import printable_line
 from cogtestbed.option_groups import InputPath, Output, Overwrite
 from cogtestbed.request import api_values, option, variant
 
@@ -84,20 +85,23 @@ class ValidateCommand(variant(InputPath, helps={  # type: ignore[misc]
 
 @request_command(app, ValidateRequest, ValidateCommand, name="validate")
 def validate(req: ValidateRequest, cmd: ValidateCommand) -> None:
-    """List every defect of a Psych-201 file with its line and field (exit status 1 where there is one)."""
+    """List every defect of a Psych-201 file with its line and field (exit status 1 where there is one).
+
+    A file whose content (uncompressed) is over the input limit, 50 MiB unless the environment variable
+    COGTESTBED_MAX_INPUT_MB says otherwise, is one defect (input_limit) and is not read further."""
     import typer
 
     from cogtestbed.api.transcripts import validate as check
     from cogtestbed.cli.app import console
+    from cogtestbed.data.psych201_validate import defect_line
 
     defects = check(cmd.path, **api_values(req))
     if cmd.json:
         print_json({"file": str(cmd.path), "defects": defects.to_dict(orient="records")})
     else:
         for d in defects.itertuples():
-            who = "" if d.participant is None else f" (participant {d.participant} of {d.record})"
-            console.print(f"{cmd.path}:{d.line}{who}: {d.field}: {d.kind}: {d.message}", highlight=False,
-                          markup=False, soft_wrap=True)
+            console.print(f"{printable_line(str(cmd.path))}:{defect_line(d)}", highlight=False, markup=False,
+                          soft_wrap=True)
         kinds = defects["kind"].value_counts().to_dict()
         console_err.print(f"{len(defects)} defect(s)" + (f": {kinds}" if kinds else ""), highlight=False, markup=False)
     if len(defects):

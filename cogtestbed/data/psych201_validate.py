@@ -18,7 +18,8 @@ trips on:
   the text states for it, :func:`cogtestbed.data.psych201_table.stated_options`),
   ``condition_leak`` (below);
 * ``RTs``: ``rt_string`` (an RT stored as a string), ``rt_type`` (not a list, or an entry that is
-  not a number), ``rt_length`` (not one RT per marked choice), ``rt_unit`` (not in ms: the median
+  not a number), ``rt_value`` (a number that is no reaction time: NaN, infinite, negative, or over
+  :data:`MAX_RT_MS`), ``rt_length`` (not one RT per marked choice), ``rt_unit`` (not in ms: the median
   positive RT is under :data:`SECONDS_BELOW`, which only seconds give).
 
 **Condition labels leaking into the text** (this package's documented heuristic): (a) the value of
@@ -32,6 +33,7 @@ except in the package's own exports (``cogtestbed/…``), whose header lines nam
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from collections.abc import Iterator
@@ -40,16 +42,19 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.data.psych201 import CHOICE, OWN_DATA_SET, InputLimitError, Psych201Error, data_set_of, read_content
+from cogtestbed.errors import printable_line
 
 #: The evaluation's maximum text length in characters (Psych-201 ``0_analyses/eval.py``,
 #: ``--max-seq-length`` default 32768): the text is cut there before tokenizing.
 MAX_LENGTH = 32768
 #: A median positive RT under this is read as seconds (no human responds within 20 ms on average).
 SECONDS_BELOW = 20.0
+#: Longest reaction time (ms) read as one: an hour; a longer one is an ``rt_value`` defect (a sentinel, an overflow).
+MAX_RT_MS = 3_600_000.0
 #: Every kind of defect (module docstring).
 KINDS = ("input_limit", "archive", "utf8", "json", "record", "duplicate_participant", "markers_missing",
          "markers_unbalanced", "markers_nested", "choice_empty", "too_long", "option_outside", "condition_leak",
-         "rt_string", "rt_type", "rt_length", "rt_unit")
+         "rt_string", "rt_type", "rt_value", "rt_length", "rt_unit")
 #: Record fields that are no condition label.
 _OWN_FIELDS = ("text", "experiment", "participant", "RTs")
 _IDENTIFIER = re.compile(r"\b[a-z][a-z0-9]*_[a-z0-9_]*[a-z0-9]\b")
@@ -70,8 +75,24 @@ class Defect:
     record: str | None = None
 
     def __str__(self) -> str:
-        who = f" (participant {self.participant})" if self.participant is not None else ""
-        return f"line {self.line}{who}: {self.field}: {self.kind}: {self.message}"
+        return f"line {defect_line(self)}"
+
+
+def _known(value: Any) -> str | None:
+    """A defect's participant or record as text; None where the line has none (None, or the NaN a table holds)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
+
+
+def defect_line(defect: Any) -> str:
+    """``LINE (participant P of RECORD): FIELD: KIND: MESSAGE`` for a :class:`Defect` or a row of
+    :func:`defects_table`, as one line a terminal shows as written (the file's values may hold ANSI
+    escapes, carriage returns or bidirectional overrides: :func:`cogtestbed.errors.printable_line`); the
+    participant and the record only where the line has them."""
+    who, record = _known(defect.participant), _known(defect.record)
+    label = "" if who is None else f" (participant {who}" + ("" if record is None else f" of {record}") + ")"
+    return printable_line(f"{defect.line}{label}: {defect.field}: {defect.kind}: {defect.message}")
 
 
 def validate_psych201(path: str | Path, max_length: int = MAX_LENGTH) -> list[Defect]:
@@ -239,11 +260,17 @@ def _rts(number: int, who: str, rts: Any, n_choices: int) -> list[Defect]:
                 values.append(float(v))
             except ValueError:
                 out.append(Defect(number, who, f"RTs[{i}]", "rt_type", f"RT is not a number: {v!r}"))
+                continue
         elif isinstance(v, bool) or not isinstance(v, (int, float)):
             if v is not None:
                 out.append(Defect(number, who, f"RTs[{i}]", "rt_type", f"RT is not a number: {v!r}"))
+            continue
         else:
             values.append(float(v))
+        wrong = _rt_value_problem(values[-1])
+        if wrong is not None:
+            out.append(Defect(number, who, f"RTs[{i}]", "rt_value", f"RT {values[-1]:g} {wrong}"))
+    values = [v for v in values if _rt_value_problem(v) is None]
     if len(rts) != n_choices:
         out.append(Defect(number, who, "RTs", "rt_length", f"{len(rts)} RTs for {n_choices} marked choices"))
     positive = [v for v in values if v > 0]
@@ -251,6 +278,17 @@ def _rts(number: int, who: str, rts: Any, n_choices: int) -> list[Defect]:
         out.append(Defect(number, who, "RTs", "rt_unit", f"median RT {statistics.median(positive):g}: seconds, "
                                                          "not ms"))
     return out
+
+
+def _rt_value_problem(rt: float) -> str | None:
+    """Why ``rt`` (ms) is no reaction time, or None where it can be one."""
+    if not math.isfinite(rt):
+        return "is not a finite number"
+    if rt < 0:
+        return "is negative"
+    if rt > MAX_RT_MS:
+        return f"is over {MAX_RT_MS:,.0f} ms (an hour)"
+    return None
 
 
 def defects_table(defects: list[Defect]) -> Any:

@@ -155,6 +155,17 @@ class Population(BaseModel):
         return (f"population {self.name} fails the population gate ({POPULATION_GATE}): {'; '.join(failed)}"
                 f"{allowed}; its draws are used as they are")
 
+    def use_warning(self) -> str | None:
+        """The one warning line of a population about to be simulated from (None: none): its
+        :meth:`gate_warning`, else where its fit's own verdict says it did not converge (an ESS floor the gate
+        does not hold, e.g. a tail ESS under 400), that verdict."""
+        gate = self.gate_warning()
+        if gate is not None or self.fit.get("converged") is not False:
+            return gate
+        verdict = self.fit.get("verdict") or "NOT converged"
+        return f"population {self.name}'s fit did not converge by its own verdict ({verdict}); its draws are used as " \
+               "they are"
+
     def draw(self, rng: np.random.Generator) -> int:
         """One posterior draw's index, uniformly."""
         return int(rng.integers(self.n_draws))
@@ -258,12 +269,13 @@ def load_population(source: str | os.PathLike[str] | Population, use: bool = Fal
     """A population: as given, ``human:NAME`` (a shipped one; a unique prefix of its name is
     enough, e.g. ``human:cogbench``) or the path of a saved population's JSON.  A malformed file is
     refused naming the field.  ``use``: it is about to be simulated from: one
-    :class:`PopulationWarning` line where its fit fails :data:`POPULATION_GATE`."""
+    :class:`PopulationWarning` line where its fit fails :data:`POPULATION_GATE` or its own verdict
+    (:meth:`Population.use_warning`)."""
     pop = _read_population(source)
     if use:
         import warnings
 
-        message = pop.gate_warning()
+        message = pop.use_warning()
         if message:
             warnings.warn(message, PopulationWarning, stacklevel=2)
     return pop

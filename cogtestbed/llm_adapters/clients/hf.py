@@ -37,6 +37,7 @@ import hashlib
 import io
 import json
 import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -181,6 +182,14 @@ def _is_image_text_to_text(name: str) -> bool:
     return AutoConfig.from_pretrained(name).model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
 
+
+def silence_past_key_values_notice() -> None:
+    """Ignore transformers' FutureWarning that ``past_key_values`` is deprecated (printed on every scored
+    prompt: :meth:`HFClient` scores continuations on copies of the context's KV cache through that argument,
+    which the pinned transformers takes); that one warning only, installed once (``warnings`` drops a
+    repeated filter)."""
+    warnings.filterwarnings("ignore", message=r"`past_key_values` is deprecated", category=FutureWarning)
+
 class HFClient(LLMClient):
     """A local ``transformers`` causal LM (see module docstring)."""
 
@@ -220,7 +229,9 @@ class HFClient(LLMClient):
 
     @contextmanager
     def _forward(self) -> Iterator[None]:
-        """Hold the model's lock, with torch's intra-op threads set to :attr:`threads` meanwhile."""
+        """Hold the model's lock, with torch's intra-op threads set to :attr:`threads` meanwhile (and
+        transformers' ``past_key_values`` notice silenced: :func:`silence_past_key_values_notice`)."""
+        silence_past_key_values_notice()
         with self._lock:
             if self.threads is None:
                 yield

@@ -155,29 +155,50 @@ class ResponseCache:
 class Cached(Layer):
     """The response cache in front of ``inner``: a request answered before is answered from the
     :class:`ResponseCache` (no call, no cost, no wait); a new answer is redacted and stored as it
-    arrives, with the retries it needed (:data:`~.retry.RETRY_LOG`) on the answer returned."""
+    arrives, with the retries it needed (:data:`~.retry.RETRY_LOG`) on the answer returned.
+
+    A run directory's own answers are not cache hits: ``paid`` holds the keys its earlier invocations
+    paid for (read from its ledger, :func:`~.limits.read_paid_keys`), and the first replay of each is
+    a call of the run, as in the uninterrupted run (a resumed or monitored run's summary counts what
+    was paid, not what was replayed); ``record_paid`` receives the key of each new answer before it is
+    stored (the run's ledger)."""
 
     def __init__(self, inner: LLMClient, cache: ResponseCache, shared: bool = False) -> None:
         super().__init__(inner)
         #: ``shared``: keys without the endpoint (:func:`cache_key`): answers shared across servers.
         self.cache, self.shared, self.hits = cache, shared, 0
+        self.paid: set[str] = set()
+        self.record_paid: Callable[[str], None] | None = None
+
+    def _replayed_own(self, key: str) -> bool:
+        """Whether a stored answer is this run's own call: fetched ahead by its batch in this invocation, or paid
+        by an earlier invocation of its run directory (each such key once)."""
+        fresh: set[str] = getattr(self.base, "fetched_ahead", set())
+        ahead, earlier = key in fresh, key in self.paid
+        fresh.discard(key)
+        self.paid.discard(key)
+        if ahead:
+            self._new_answer(key)  # a batch's answer, paid by this invocation
+        return ahead or earlier
+
+    def _new_answer(self, key: str) -> None:
+        if self.record_paid is not None:
+            self.record_paid(key)
 
     async def agenerate(self, request: GenerateRequest) -> Generation:
         self.check_images(request.n_images)
         key = cache_key(self.base, request, self.shared)
         stored = self.cache.get(key)
         if stored is not None:
-            # an answer this run's batch fetched ahead (batch mode) is a call of this run, not a cache hit
-            fresh: set[str] = getattr(self.base, "fetched_ahead", set())
-            ahead = key in fresh
-            fresh.discard(key)
-            self.hits += not ahead
+            own = self._replayed_own(key)  # this run's call (fetched ahead, paid earlier), not a cache hit
+            self.hits += not own
             try:
-                return Generation.from_json(stored, cached=not ahead)
+                return Generation.from_json(stored, cached=not own)
             except (KeyError, TypeError, ValueError) as exc:
                 raise self.cache.corrupt(key, f"not a stored response: {type(exc).__name__}: {exc}") from None
         generation, retries = await retried(lambda: self.inner.agenerate(request))
         generation.text = redact(generation.text)  # what a server echoes is never stored or shown
+        self._new_answer(key)
         self.cache.put(key, self.base, request, generation)
         generation.retries = retries
         return generation
@@ -186,13 +207,15 @@ class Cached(Layer):
         key, request = score_key(self.base, context, continuations, raw, self.shared)
         stored = self.cache.get(key)
         if stored is not None:
-            self.hits += 1
+            own = self._replayed_own(key)
+            self.hits += not own
             try:
-                return ScoreResult.from_json(stored, cached=True)
+                return ScoreResult.from_json(stored, cached=not own)
             except (KeyError, TypeError, ValueError) as exc:
                 raise self.cache.corrupt(key, f"not a stored score: {type(exc).__name__}: {exc}") from None
         result, retries = await retried(lambda: self.inner.ascore(context, continuations, raw))
         refuse_nonfinite(result)
+        self._new_answer(key)
         self.cache.put_json(key, self.base, request, result.to_json())
         result.retries = retries
         return result

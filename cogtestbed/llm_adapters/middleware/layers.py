@@ -174,8 +174,9 @@ class Booked(RequestLayer):
     :class:`~.limits.BudgetExhausted` to stop the run) and settle it with the usage it reports (its
     worst case where it reports none).  An HTTP request that fails is settled at its worst case (one
     that timed out or lost its connection may still have been billed) unless the server answered
-    with an error status (nothing billed; a request refused outright is no call made); a local call
-    that fails bills nothing."""
+    with an error status: a 429, a 503 or a refused request bills nothing and is no call, so the
+    retries of an endpoint that fails every other request do not use up ``max_calls``; a local
+    call that fails bills nothing."""
 
     def __init__(self, inner: LLMClient, budget: Budget) -> None:
         super().__init__(inner)
@@ -190,8 +191,8 @@ class Booked(RequestLayer):
             return response
         except Exception as exc:
             status = status_code(exc) if self.http else None
-            if status is not None:  # the server answered with an error: nothing billed
-                usage, counted = (0, 0), status in (408, 429) or status >= 500
+            if status is not None:  # the server answered with an error: nothing billed, no call
+                usage, counted = (0, 0), False
             raise
         finally:
             self.budget.settle(booking, *usage, succeeded=counted, reasoning_tokens=hidden)

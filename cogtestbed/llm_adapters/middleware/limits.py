@@ -8,6 +8,7 @@ check and the update that follows it cannot interleave with another subject's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import uuid
@@ -303,11 +304,11 @@ class Budget:
                       billed: bool, reasoning_tokens: int | None = None) -> None:
         """Settle a booking an earlier invocation made and never settled (it was killed with the call in
         flight: batch mode collects such calls on ``--resume``).  :func:`read_ledger` counted it in
-        ``spent`` at its worst case (``worst_usd``, one call); this replaces that by the usage reported
-        (no call and nothing billed where the provider never ran it)."""
+        ``spent`` at its worst case (``worst_usd``) and as no call; this replaces that by the usage
+        reported (one call where the provider ran it, none and nothing billed where it did not)."""
         real = self.call_cost(prompt_tokens, completion_tokens) if billed else 0.0
         self.spent.cost += real - worst_usd
-        self.spent.calls -= 0 if billed else 1
+        self.spent.calls += 1 if billed else 0
         self.spent.answered -= 0 if billed else 1
         self._settled(ledger_id, real, billed, prompt_tokens, completion_tokens, reasoning_tokens, int(billed),
                       self.spent)
@@ -366,9 +367,29 @@ class Budget:
                 "total_cost_usd": round(self.spent.cost, 6) if self.price else None}
 
 
+def paid_key_event(key: str) -> dict[str, object]:
+    """The ledger's record that the run paid for the answer stored under cache key ``key``."""
+    return {"paid_key": key}
+
+
+def read_paid_keys(lines: Iterable[str]) -> set[str]:
+    """The cache keys of the answers a run directory paid for (:func:`paid_key_event`): replayed on
+    ``--resume``, they are the run's calls, not cache hits (:class:`~.cache.Cached`)."""
+    keys: set[str] = set()
+    for line in lines:
+        with contextlib.suppress(json.JSONDecodeError):  # a line cut by a kill
+            event = json.loads(line) if line.strip() else None
+            if isinstance(event, dict) and isinstance(event.get("paid_key"), str):
+                keys.add(event["paid_key"])
+    return keys
+
+
 def read_ledger(lines: Iterable[str]) -> Spend:
     """The spend recorded by a :class:`Budget` ledger: settled calls at their reported usage,
-    calls booked but never settled (the process died mid-call) at their worst case."""
+    calls booked but never settled (the process died mid-call) at their worst case in USD (the
+    provider may have billed them) but not as calls: their answer never came, so the resumed run asks
+    again and ``max_calls`` still covers what the run needs (a batch's collected orphan is counted
+    once it is settled, :meth:`Budget.settle_orphan`)."""
     spend, open_ = Spend(), {}
     for line in lines:
         if not line.strip():
@@ -389,7 +410,6 @@ def read_ledger(lines: Iterable[str]) -> Spend:
             spend.reasoning_tokens += int(event.get("reasoning_tokens", 0))
             spend.reasoning_unknown += int(event.get("reasoning_unknown", 0))
             spend.cost += float(event["settle_usd"])
-    spend.calls += len(open_)
     spend.answered += len(open_)
     spend.cost += sum(open_.values())
     return spend

@@ -36,7 +36,7 @@ logger = logging.getLogger(__name__)
 
 #: Wraps every HTTP attempt of the current call (the first try and each retry) when a caller sets
 #: one: ``await gate(send)`` books the request before ``send()`` is awaited and settles it after
-#: (the response cache's budget does: every HTTP request is a call, :mod:`cogtestbed.llm_adapters.middleware.cache`).
+#: (the response cache's budget does: every HTTP request is booked, :mod:`cogtestbed.llm_adapters.middleware.cache`).
 REQUEST_GATE: ContextVar[Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]] | None] = ContextVar(
     "cogtestbed_request_gate", default=None)
 

@@ -15,7 +15,10 @@ from the same totals) and ``status``:
   for its whole life; a second one on the same directory fails at once.  The kernel drops the lock
   when a process dies, so a killed run never leaves a stale lock behind.
 * **Ledger**: ``RUN_DIR/spend.jsonl`` gets a line when a call's worst case is booked and one when
-  it settles (:func:`cogtestbed.llm_adapters.middleware.limits.read_ledger`), so the totals survive a kill.
+  it settles (:func:`cogtestbed.llm_adapters.middleware.limits.read_ledger`), so the totals survive a kill,
+  and one with the cache key of each answer the run paid for
+  (:func:`~cogtestbed.llm_adapters.middleware.limits.read_paid_keys`): replayed on ``--resume``, those
+  answers are the run's calls, not cache hits.
 * **Commit**: the tables and the manifest are first all written to temporary files beside their
   targets (the step that can fail: disk full, permissions, a bad value), then renamed into place
   in one go, ``run.json`` last; a failed commit leaves the previous files untouched.  Files get
@@ -37,7 +40,7 @@ from typing import IO, Any
 from filelock import FileLock, Timeout
 
 from cogtestbed.errors import CogtestbedError, ResumeMismatch
-from cogtestbed.llm_adapters.middleware.limits import Spend, read_ledger
+from cogtestbed.llm_adapters.middleware.limits import Spend, read_ledger, read_paid_keys
 from cogtestbed.outputs import new_file_mode, write_failure
 from cogtestbed.redact import redact, redact_json
 from cogtestbed.trials import package_versions, write_files_together
@@ -193,6 +196,14 @@ class RunDir:
             return Spend()
         with ledger.open() as fh:
             return read_ledger(fh)
+
+    def paid_keys(self) -> set[str]:
+        """The cache keys of the answers this run directory paid for, in every earlier invocation."""
+        ledger = self.path / LEDGER_FILE
+        if not ledger.exists():
+            return set()
+        with ledger.open() as fh:
+            return read_paid_keys(fh)
 
     def ledger_writer(self) -> Callable[[dict[str, object]], None]:
         """Append one JSON line per event (flushed at once, so a kill loses at most a half line)."""

@@ -47,7 +47,7 @@ from cogtestbed.llm_adapters.clients.base import GenerateRequest, LLMClient
 from cogtestbed.llm_adapters.clients.logprob_probe import PROBE_REQUESTS, probe_scoring
 from cogtestbed.llm_adapters.middleware.cache import CachedClient
 from cogtestbed.llm_adapters.middleware.layers import CURRENT_SUBJECT, SubjectTicket
-from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted, Need
+from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted, Need, paid_key_event
 from cogtestbed.llm_adapters.runs.agent import Attempt, ScoringLog
 from cogtestbed.llm_adapters.runs.config import (
     CALLS_FILE,
@@ -333,6 +333,7 @@ async def run_experiment(
         raise
     try:
         budget = _open_budget(client.budget, rundir, add_budget)
+        _own_answers(client, rundir, budget)
         batching = await _start_batches(client, rundir, budget)
         if batching:
             concurrency = config.n_subjects  # every session in each wave
@@ -376,6 +377,7 @@ async def run_experiment(
         raise
     finally:
         client.budget.ledger = None  # the ledger belongs to this run directory
+        client.paid, client.record_paid = set(), None
         await client.aclose()
         rundir.release()
     return RunResult(table, calls, np.asarray(complete), status, stats)
@@ -390,6 +392,14 @@ def _open_budget(budget: Budget, rundir: RunDir, add_budget: Need | None) -> Bud
     budget.spent = rundir.spent()
     budget.ledger = rundir.ledger_writer()
     return budget
+
+
+def _own_answers(client: CachedClient, rundir: RunDir, budget: Budget) -> None:
+    """Tell ``client`` which stored answers this run directory paid for (its replays are the run's calls, not
+    cache hits) and have it record each new one in the run's ledger."""
+    ledger = budget.ledger
+    client.paid = rundir.paid_keys()
+    client.record_paid = None if ledger is None else lambda key: ledger(paid_key_event(key))
 
 
 def _run_stats(table: pd.DataFrame, calls: pd.DataFrame, budget: Budget, scoring: dict[str, Any] | None,

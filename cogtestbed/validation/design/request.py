@@ -674,9 +674,11 @@ def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float]
     from cogtestbed.validation.studies.model_studies import reference_sample
 
     table, _ = read_table(exp, human, "auto", None)  # each subject of the sample one unit: never pooled
-    source = str(human) if isinstance(human, (str, os.PathLike)) else "the human sample"
+    given = isinstance(human, (str, os.PathLike))
+    source = str(human) if given else "the human sample"
     trials = equal_trials(trials, human_trials(table), f"the `human` sample {source}")
-    ref = reference_sample(exp.model(spec.models[0]), spec.effect, table, source)
+    # the plan's sentences name the data set (its file's name), not where it sits on this machine
+    ref = reference_sample(exp.model(spec.models[0]), spec.effect, table, Path(human).name if given else source)
     if not as_base:
         return spec.model_copy(update={"reference": ref}), trials
     return spec.model_copy(update={"reference": ref, "base": {**ref.medians, **given_base}}), trials

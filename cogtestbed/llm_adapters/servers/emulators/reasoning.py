@@ -8,7 +8,8 @@
   ``unsupported_parameter`` / ``unsupported_value``); a ``reasoning_effort`` outside :attr:`efforts` too.
   Each answer spends hidden tokens first, out of ``max_completion_tokens``, and bills them inside
   ``completion_tokens`` and as ``completion_tokens_details.reasoning_tokens``; a call whose hidden tokens
-  reach the limit comes back empty with ``finish_reason: "length"``;
+  reach the limit comes back empty with ``finish_reason: "length"``; ``n`` choices are ``n`` answers (each
+  with its own hidden tokens, the prompt billed once), an ``n`` outside [1, :data:`MAX_CHOICES`] a 400;
 * a **Claude model with extended thinking** on ``/v1/messages``: ``thinking: {type: enabled,
   budget_tokens}`` with a budget below 1024 or not below ``max_tokens``, or with a temperature other than 1,
   is refused with Anthropic's error shape; the answer's content is a ``thinking`` block then the text, and
@@ -47,6 +48,8 @@ DEFAULT_HIDDEN = {"minimal": 24, "low": 96, "medium": 320, "high": 1200}
 #: field, no logprobs, no stop, ``max_completion_tokens`` not ``max_tokens``; and the server-only fields).
 REFUSED_FIELDS = ("top_p", "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "stop",
                   "max_tokens", "top_k", "min_p", "repeat_penalty", "repetition_penalty")
+#: The most choices (``n``) one chat completion asks for (OpenAI's bound); more is a 400.
+MAX_CHOICES = 128
 #: Anthropic's smallest ``budget_tokens``.
 THINKING_MIN = 1024
 
@@ -63,10 +66,13 @@ class ReasoningModel:
     #: The largest completion limit accepted.
     max_limit: int = 128_000
 
-    def hidden_tokens(self, body: Mapping[str, Any], effort: str | None, budget: int | None = None) -> int:
-        """The hidden tokens of the request ``body``: a draw seeded by its messages and effort."""
+    def hidden_tokens(self, body: Mapping[str, Any], effort: str | None, budget: int | None = None,
+                      choice: int = 0) -> int:
+        """The hidden tokens of the request ``body``'s ``choice``-th answer: a draw seeded by its messages,
+        effort and choice (each of ``n`` choices reasons on its own)."""
         mean = self.hidden[effort or "medium"] if budget is None else min(budget, self.hidden["medium"])
-        key = json.dumps([body.get("messages"), body.get("system"), effort, budget], sort_keys=True, default=str)
+        seeded = [body.get("messages"), body.get("system"), effort, budget] + ([choice] if choice else [])
+        key = json.dumps(seeded, sort_keys=True, default=str)
         seed = int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")
         u = np.random.default_rng(seed).uniform(-1.0, 1.0)
         return max(1, round(mean * (1.0 + self.spread * u)))
@@ -104,6 +110,9 @@ def openai_refusal(body: Mapping[str, Any], model: ReasoningModel) -> Refused | 
     if limit is not None and (type(limit) is not int or not 1 <= limit <= model.max_limit):
         return refused("max_completion_tokens", f"Invalid 'max_completion_tokens': must be an integer in "
                        f"[1, {model.max_limit}], got {limit!r}.", "invalid_value")
+    n = body.get("n")
+    if n is not None and (type(n) is not int or not 1 <= n <= MAX_CHOICES):
+        return refused("n", f"Invalid 'n': must be an integer in [1, {MAX_CHOICES}], got {n!r}.", "invalid_value")
     return None
 
 
@@ -185,15 +194,18 @@ async def reasoned_chat(body: dict[str, Any], client: HFClient, emu: ReasoningMo
     messages = [openai_message(m) for m in checked_messages(body)]
     limit = body.get("max_completion_tokens") or emu.max_limit
     effort = body.get("reasoning_effort")
-    hidden = min(limit, emu.hidden_tokens(body, effort))
-    text, finish, prompt, out = await _emulated_answer(client, emu, messages, limit - hidden)
+    choices, hidden, out, prompt = [], 0, 0, 0
+    for index in range(body.get("n") or 1):  # n choices, as the API answers: the prompt billed once
+        spent = min(limit, emu.hidden_tokens(body, effort, choice=index))
+        text, finish, prompt, answer = await _emulated_answer(client, emu, messages, limit - spent)
+        hidden, out = hidden + spent, out + answer
+        choices.append({"index": index, "message": {"role": "assistant", "content": text}, "logprobs": None,
+                        "finish_reason": finish})
     usage = {"prompt_tokens": prompt, "completion_tokens": hidden + out, "total_tokens": prompt + hidden + out,
              "completion_tokens_details": {"reasoning_tokens": hidden}}
     billing.bill(usage, hidden)
-    choice = {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
-              "finish_reason": finish}
     return JSONResponse({"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion",
-                         "created": int(time.time()), "model": body["model"], "choices": [choice], "usage": usage})
+                         "created": int(time.time()), "model": body["model"], "choices": choices, "usage": usage})
 
 async def thinking_message(body: dict[str, Any], client: HFClient, emu: ReasoningModel, billing: Billing) -> Any:
     """A Messages API answer with extended thinking (this module)."""

@@ -29,6 +29,7 @@ from cogtestbed.validation.design.plan_options import (
     PlanAdaptive,
     PlanFit,
     PlanForms,
+    PlanMix,
     PlanRequest,
     PlanSequential,
     PlanSizes,
@@ -117,7 +118,8 @@ class Plan:
 def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: People | None = None,
          sizes: PlanSizes | None = None, simulated: PlanSubjects | None = None, llms: Pricing | None = None,
          sequential: PlanSequential | None = None, analysis: PlanFit | None = None,
-         prompt_forms: PlanForms | None = None, adaptive_sessions: PlanAdaptive | None = None, mc_se: float = 0.03,
+         prompt_forms: PlanForms | None = None, adaptive_sessions: PlanAdaptive | None = None,
+         mixed: PlanMix | None = None, mc_se: float = 0.03,
          seed: int = 0, workers: int | None = None, say: Say = None, **options: Any) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that answers one question, priced in calls,
     tokens and dollars.  The request comes in typed groups (:class:`~cogtestbed.validation.design.plan_options.
@@ -153,6 +155,8 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     completion tokens per call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``).
     ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
     adaptive sessions and fixed sessions of the same design space need, each priced by ``llm``'s dry run.
+    ``mix=True`` with ``estimand``, ``predictor``, ``human``, ``fee`` and ``precision={ESTIMAND: HALFWIDTH}``: the
+    cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.validation.design.mix`).
     ``say`` receives progress lines.  The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment, read_table
@@ -166,7 +170,8 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
         raise InputError(f"plan(): got an unexpected keyword argument {unknown[0]!r}")
     groups = {"target": target, "people": people,
               "sizes": sizes, "simulated": simulated, "llms": llms, "sequential": sequential,
-              "analysis": analysis, "prompt_forms": prompt_forms, "adaptive_sessions": adaptive_sessions}
+              "analysis": analysis, "prompt_forms": prompt_forms, "adaptive_sessions": adaptive_sessions,
+              "mixed": mixed}
     req = build_grouped(PlanRequest, groups, {**options, "experiment": experiment, "mc_se": mc_se, "seed": seed,
                                               "workers": workers})
     check_request_values("plan", req, paths=("pilot", "prices", "human"))

@@ -29,7 +29,6 @@ from cogtestbed.validation.design.plan_options import (
     PlanAdaptive,
     PlanFit,
     PlanForms,
-    PlanMix,
     PlanRequest,
     PlanSequential,
     PlanSizes,
@@ -118,8 +117,7 @@ class Plan:
 def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: People | None = None,
          sizes: PlanSizes | None = None, simulated: PlanSubjects | None = None, llms: Pricing | None = None,
          sequential: PlanSequential | None = None, analysis: PlanFit | None = None,
-         prompt_forms: PlanForms | None = None, adaptive_sessions: PlanAdaptive | None = None,
-         mixed: PlanMix | None = None, mc_se: float = 0.03,
+         prompt_forms: PlanForms | None = None, adaptive_sessions: PlanAdaptive | None = None, mc_se: float = 0.03,
          seed: int = 0, workers: int | None = None, say: Say = None, **options: Any) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that answers one question, priced in calls,
     tokens and dollars.  The request comes in typed groups (:class:`~cogtestbed.validation.design.plan_options.
@@ -156,7 +154,8 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
     adaptive sessions and fixed sessions of the same design space need, each priced by ``llm``'s dry run.
     ``mix=True`` with ``estimand``, ``predictor``, ``human``, ``fee`` and ``precision={ESTIMAND: HALFWIDTH}``: the
-    cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.validation.design.mix`).
+    cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.validation.design.mix`;
+    the group ``mixed=PlanMix(...)`` as a keyword).
     ``say`` receives progress lines.  The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment, read_table
@@ -164,6 +163,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     from cogtestbed.validation.design.kinds import PlanContext
     from cogtestbed.validation.design.plan_kinds import check_before_import, plan_request
 
+    mixed = options.pop("mixed", None)  # the --mix group: a keyword of its own past the signature's 15
     known = {leaf.name for leaf in api_leaves(PlanRequest)}
     unknown = sorted(set(options) - known)
     if unknown:

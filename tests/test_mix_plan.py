@@ -132,3 +132,27 @@ def test_mix_plan_on_spektor_people():
     assert payload["pilot"]["pairs"] == 282
     assert 0.3 < payload["pilot"]["ppi_corr"] < 0.8
     assert payload["mixed"]["dollars"] <= payload["people_only"]["dollars"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SPEKTOR.exists(), reason="Psych-201's spektor2024lossaversion is not shipped here")
+def test_ppi_coverage_study_row_on_spektor_with_the_model_predictor():
+    """One row of benchmarks/studies/ppi_coverage.py (docs/mix.md's table): the PPI interval covers the full
+    sample's mean of lambda at 95 %, is narrower than people alone, and the plan's people saved is near the
+    realised."""
+    from study_scripts import load_study
+
+    r = load_study("ppi_coverage").row("spektor", "model", n=50, reps=1000, seed=0)
+    assert r["people"] == 282 and r["labelled"] == 50
+    assert r["coverage"] >= 0.93
+    assert r["width_ratio"] < 0.95
+    assert abs(r["saved"] - r["saved_planned"]) < 0.1
+
+
+def test_cli_refuses_a_mix_plan_without_its_fee_in_one_line(capsys):
+    from cogtestbed.cli import run_cli
+
+    code = run_cli(["plan", "risky-choice", "--model", "prospect-theory", "--mix", "--estimand", "lambda",
+                    "--predictor", "agent", "--human", str(SPEKTOR), "--precision", "lambda=0.05"])
+    err = capsys.readouterr().err
+    assert code == 2 and "needs `fee`" in err.replace("--fee", "`fee`") and "Traceback" not in err

@@ -245,8 +245,8 @@ def mix_lines(payload: Mapping[str, Any], size_name: str = "people") -> list[str
 
 __all__ = ["DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "check_mix", "check_pairs", "cheapest_mix",
            "classical_interval", "correlation_bounds", "mix_lines", "person_estimates", "people_only_n",
-           "plan_mix", "ppi_correlation", "ppi_interval", "predicted_effective_n", "predictions", "run_mix", "short_sessions",
-           "table_predictions"]
+           "plan_mix", "ppi_correlation", "ppi_interval", "predicted_effective_n", "predictions", "run_mix",
+           "short_sessions", "table_predictions"]
 
 
 def _predicted_unit_cost(req: Any, fee: float) -> float:

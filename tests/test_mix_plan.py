@@ -124,14 +124,19 @@ def test_table_predictions_read_subject_and_prediction(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(not SPEKTOR.exists(), reason="Psych-201's spektor2024lossaversion is not shipped here")
 def test_mix_plan_on_spektor_people():
+    """docs/mix.md's figures: the agent predictor's plan (rho 0.092, 9,663 people alone, 9,609 mixed) and the model
+    predictor's correlation 0.539 with no mix cheaper at a $5 short session."""
     import cogtestbed as ct
 
-    plan = ct.plan("risky-choice", model="prospect-theory", mix=True, estimand="lambda", predictor="model",
-                   human=str(SPEKTOR), precision={"lambda": 0.05}, fee=10.0)
-    payload = plan.payload
-    assert payload["pilot"]["pairs"] == 282
-    assert 0.3 < payload["pilot"]["ppi_corr"] < 0.8
-    assert payload["mixed"]["dollars"] <= payload["people_only"]["dollars"]
+    common = dict(model="prospect-theory", mix=True, estimand="lambda", human=str(SPEKTOR),
+                  precision={"lambda": 0.05}, fee=10.0)
+    agent = ct.plan("risky-choice", predictor="agent", **common).payload
+    assert agent["pilot"]["pairs"] == 282 and round(agent["pilot"]["ppi_corr"], 3) == 0.092
+    assert agent["people_only"] == {"people": 9663, "predicted": 0, "dollars": 96630.0}
+    assert (agent["mixed"]["people"], agent["mixed"]["predicted"]) == (9609, 18478)
+    assert agent["mixed_at_lower_corr"]["people"] == 9663
+    model = ct.plan("risky-choice", predictor="model", **common).payload
+    assert round(model["pilot"]["ppi_corr"], 3) == 0.539 and model["mixed"]["predicted"] == 0
 
 
 @pytest.mark.slow

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import time
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -130,15 +130,33 @@ def main() -> None:
     ap.add_argument("--labelled", type=int, default=50, help="people drawn as the labelled set")
     ap.add_argument("--reps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--record", action="store_true",
+                    help="append the table to benchmarks/studies/results/ppi-coverage.json (recorded.py prints it)")
     args = ap.parse_args()
+    printed = [HEADER]
     print(HEADER)
     for data_set in args.data_sets.split(","):
         for predictor in args.predictors.split(","):
-            start = time.process_time()
             r = row(data_set, predictor, args.labelled, args.reps, args.seed)
-            print(line(r) + ("" if "reason" in r else f"   ({time.process_time() - start:.0f} CPU-s)"), flush=True)
+            printed.append(line(r))
+            print(printed[-1], flush=True)
             if "reason" in r:
                 break
+    if args.record:
+        record(" ".join(["python benchmarks/studies/ppi_coverage.py", *sys.argv[1:]]), printed)
+
+
+def record(command: str, printed: list[str]) -> None:
+    """Add one run's printed table to the results file ``ppi-coverage`` (earlier runs' kept before it)."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from recorded import RESULTS, write
+
+    path = RESULTS / "ppi-coverage.json"
+    old = json.loads(path.read_text()) if path.exists() else {}
+    commands = [*filter(None, old.get("command", "").split("; then ")), command]
+    write("ppi-coverage", "; then ".join(commands), old.get("tables", []), output=[*old.get("output", []), *printed])
 
 
 if __name__ == "__main__":

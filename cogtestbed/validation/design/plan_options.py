@@ -58,7 +58,7 @@ class PlanTarget(Compared, Assured, Level, AgentSetting, MetricTest, HeadlineMet
     """What the plan must detect or estimate, and how surely."""
 
     question: str | None = option(
-        None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, "
+        None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, mix, "
                    "forms, or a registered one; `cogtestbed plan --help`). Default: chosen from the other options.")
     precision: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,

@@ -153,6 +153,9 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     completion tokens per call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``).
     ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
     adaptive sessions and fixed sessions of the same design space need, each priced by ``llm``'s dry run.
+    ``mix=True`` with ``estimand``, ``predictor``, ``human``, ``fee`` and ``precision={ESTIMAND: HALFWIDTH}``: the
+    cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.validation.design.mix`;
+    the group ``mixed=PlanMix(...)`` as a keyword).
     ``say`` receives progress lines.  The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment, read_table
@@ -160,13 +163,15 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     from cogtestbed.validation.design.kinds import PlanContext
     from cogtestbed.validation.design.plan_kinds import check_before_import, plan_request
 
+    mixed = options.pop("mixed", None)  # the --mix group: a keyword of its own past the signature's 15
     known = {leaf.name for leaf in api_leaves(PlanRequest)}
     unknown = sorted(set(options) - known)
     if unknown:
         raise InputError(f"plan(): got an unexpected keyword argument {unknown[0]!r}")
     groups = {"target": target, "people": people,
               "sizes": sizes, "simulated": simulated, "llms": llms, "sequential": sequential,
-              "analysis": analysis, "prompt_forms": prompt_forms, "adaptive_sessions": adaptive_sessions}
+              "analysis": analysis, "prompt_forms": prompt_forms, "adaptive_sessions": adaptive_sessions,
+              "mixed": mixed}
     req = build_grouped(PlanRequest, groups, {**options, "experiment": experiment, "mc_se": mc_se, "seed": seed,
                                               "workers": workers})
     check_request_values("plan", req, paths=("pilot", "prices", "human"))

@@ -15,6 +15,8 @@ The package's own kinds:
 ``forms``                 forms × subjects chosen jointly by dollars (``forms``)
 ``monitor``               an anytime-valid monitor of a model effect beside the fixed (and group-sequential)
                           design at equal power (``monitor``, issue 74)
+``mix``                   people and a predictor's units mixed for one population mean: prediction-powered
+                          inference (``mix``, docs/mix.md)
 ========================  ==========================================================================
 
 :func:`plan_request` is the one dispatch :func:`cogtestbed.plan` and the command line use: the kind named
@@ -103,7 +105,16 @@ def _monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
 
 
 _MONITOR_ONLY = frozenset({"monitor", "monitor_sims"})
-_POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY
+_MIX = "cogtestbed.validation.design.mix"
+
+
+def _mix_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
+    from cogtestbed.validation.design.mix import mix_lines
+
+    return mix_lines(payload, size_name)
+
+_MIX_ONLY = frozenset({"mix", "estimand", "predictor", "fee", "predictor_cost", "short_share"})
+_POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY - _MIX_ONLY
 #: A precision plan's target is its assurance, not a power at a level.
 _PRECISION = _POWERISH - {"power", "level"}
 
@@ -142,6 +153,10 @@ BUILTIN: tuple[PlanKind, ...] = (
              claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
              check=_check(_MONITOR_CHECKS, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
              frontier=True, facts=True),
+    PlanKind("mix", "people and a predictor's units mixed for one population mean (prediction-powered inference): "
+             "the cheapest pair beside people alone", _run(_MIX, "run_mix"), claims=lambda r: r.mixed.mix,
+             check=_check(_MIX, "check_mix"), accepts=_MIX_ONLY | {"model", "precision", "human", "level"},
+             order=5, lines=_mix_lines),
 )
 
 

@@ -58,7 +58,7 @@ class PlanTarget(Compared, Assured, Level, AgentSetting, MetricTest, HeadlineMet
     """What the plan must detect or estimate, and how surely."""
 
     question: str | None = option(
-        None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, "
+        None, help="The plan kind answering the question (power, sequential, hierarchical, precision, adaptive, mix, "
                    "forms, or a registered one; `cogtestbed plan --help`). Default: chosen from the other options.")
     precision: Mapping[str, float] | str | None = option(
         None, record=assignment_items, cli_type=str | None,
@@ -197,6 +197,26 @@ class PlanAdaptive(variant(Adaptive, present={"adaptive": {"flags": ()}}, helps=
 
 
 @dataclass(frozen=True)
+class PlanMix:
+    """A prediction-powered plan (``--mix``): people and a predictor's units mixed for one population mean."""
+
+    mix: bool = option(
+        False, help="Plan a prediction-powered mix (with --model, --estimand, --predictor, --human and --precision "
+                    "PARAM=HALFWIDTH): the cheapest (people, predicted units) for the population mean's interval, "
+                    "beside people alone, both priced (docs/mix.md).")
+    estimand: str | None = option(None, help="The per-person estimand of a --mix plan: a parameter of --model.")
+    predictor: str | None = option(
+        None, help="A --mix plan's predictor: model (the model fitted on each person's short session), agent (a "
+                   "random-parameter agent) or a CSV/Parquet of predictions (columns subject, prediction).")
+    fee: float | None = option(None, min=0.0, help="Dollars paid a participant (a --mix plan's people).")
+    predictor_cost: float | None = option(
+        None, min=0.0, help="Dollars a predicted unit costs (default: --fee x --short-share for the model predictor, "
+                            "0.01 otherwise).")
+    short_share: float = option(0.5, min=0.0, max=1.0,
+                                help="Share of a person's trials the model predictor sees (a short session).")
+
+
+@dataclass(frozen=True)
 class PlanRequest(variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
                           helps={"experiment": "Experiment name, e.g. instrumental-learning."}, positional=True),
                   Workers, DaskScheduler,
@@ -214,3 +234,4 @@ class PlanRequest(variant(ExperimentName, defaults={"experiment": MISSING}, pres
     analysis: PlanFit = group(PlanFit, "Fit")
     prompt_forms: PlanForms = group(PlanForms, "Prompt forms")
     adaptive_sessions: PlanAdaptive = group(PlanAdaptive, "Adaptive sessions")
+    mixed: PlanMix = group(PlanMix, "Mixed subjects")

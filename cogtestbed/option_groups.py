@@ -207,8 +207,10 @@ class Adaptive:
              "on these parameters of the experiment's model (needs --trials).")
 
 
-#: Most subjects one request may simulate, run or fit.
+#: Most subjects one request may run or fit.
 MAX_SUBJECTS = 100_000
+#: Most subjects ``simulate`` may draw (streamed to its table; the table's memory is checked first).
+MAX_SIMULATED_SUBJECTS = 10**9
 SUBJECT_COST = Cost("subjects", note="each a whole session: its rows of the trial table, a run's calls, a fit")
 
 
@@ -361,8 +363,7 @@ class AnswerSettings:
     """How each answer is asked for (a run sends them; a plan prices the run they make)."""
 
     max_tokens: int | None = option(
-        None, min=1, max=MAX_TOKENS_CAP, cost=Cost("tokens per answer", note="each booked at the output price"),
-        help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
+        None, min=1, max=MAX_TOKENS_CAP, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
                           "64).")
     temperature: float | None = option(
         None, min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "

@@ -65,7 +65,9 @@ OVER = [
     (["run", "instrumental-learning", "--llm", MINI, "--dry-run", "--reask", "10000000", "-o", "unwritten"],
      "--reask 10,000,000 is over its bound of 100: 10,000,000 re-asks per unparseable answer (each another paid "
      "call of the whole prompt); give at most 100"),
-    (["simulate", "instrumental-learning", "-a", "rw-pm", "--subjects", "100000000", "-o", "unwritten"],
+    (["simulate", "instrumental-learning", "-a", "rw-pm", "--subjects", "10000000000", "-o", "unwritten"],
+     "--subjects 10,000,000,000 is over its bound of 1,000,000,000"),
+    (["run", "instrumental-learning", "--llm", MINI, "--dry-run", "--subjects", "100000000", "-o", "unwritten"],
      "--subjects 100,000,000 is over its bound of 100,000"),
     (["recover", "rw-pm", "--reps", "10000000"], "--reps 10,000,000 is over its bound of 100,000"),
     (["recover", "rw-pm", "--method", "hierarchical", "--draws", "10000000"],

@@ -124,3 +124,23 @@ def test_a_count_at_its_bound_passes_and_one_over_is_refused() -> None:
         check_bound("sims", 101, 100, cost)
     assert str(refused.value) == ("`sims` 101 is over its bound of 100: 101 studies would take about 202 kB of memory "
                                   "and 40 seconds of CPU at the default design; give at most 100")
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["run", "instrumental-learning", "--llm", MINI, "--dry-run", "--temperature", "nan", "-o", "o"],
+     "error: Invalid value for '--temperature': nan is not a finite number (see cogtestbed run --help)"),
+    (["plan", "instrumental-learning", "--max-cost", "nan"],
+     "error: Invalid value for '--max-cost': nan is not a finite number (see cogtestbed plan --help)"),
+    (["plan", "instrumental-learning", "--max-cost", "-1"],
+     "error: Invalid value for '--max-cost': must be at least 0, got -1 (see cogtestbed plan --help)"),
+    (["plan", "instrumental-learning", "--assurance", "2"],
+     "error: Invalid value for '--assurance': must be at most 1, got 2 (see cogtestbed plan --help)"),
+    (["plan", "instrumental-learning", "--monitor-sims", "2.5"],
+     "error: Invalid value for '--monitor-sims': '2.5' is not an integer (see cogtestbed plan --help)"),
+])
+def test_a_bad_number_on_the_command_line_is_one_plain_line(argv: list[str], line: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.cli import run_cli
+
+    assert run_cli(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [line]

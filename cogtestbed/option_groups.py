@@ -363,8 +363,8 @@ class AnswerSettings:
     """How each answer is asked for (a run sends them; a plan prices the run they make)."""
 
     max_tokens: int | None = option(
-        None, min=1, max=MAX_TOKENS_CAP, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
-                          "64).")
+        None, min=1, max=MAX_TOKENS_CAP,
+        help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence 64).")
     temperature: float | None = option(
         None, min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
                             "collider 0), else 0 (greedy); the run's manifest records which.")

@@ -38,7 +38,8 @@ def test_every_integer_option_of_the_command_line_has_an_upper_bound() -> None:
     names = {leaf.name for _, leaf in found}
     assert {"monitor_sims", "seq_sims", "null_sims", "adaptive_sims", "fit_sims", "reask", "subjects", "reps",
             "sims", "draws", "chains", "workers", "concurrency"} <= names
-    unbounded = sorted(f"{cls}.{leaf.name}" for cls, leaf in found if leaf.name not in NOT_COUNTS and leaf.opt.max is None)
+    unbounded = sorted(f"{cls}.{leaf.name}" for cls, leaf in found
+                       if leaf.name not in NOT_COUNTS and leaf.opt.max is None)
     assert unbounded == []
 
 

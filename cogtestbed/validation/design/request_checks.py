@@ -47,6 +47,25 @@ def check_sources(req: PlanRequest) -> None:
         pilot_trials(req.simulated.pilot)
 
 
+def check_design_names(facts: Any, req: PlanRequest) -> None:
+    """Refuse, from the experiment's facts (its ``design_fields``: before its module is imported), a ``design``
+    item naming no field of its design, with the line the loaded experiment gives (a comma list: the searched
+    field's refusal; a value: the design's).  A design of another shape is left to the loaded experiment."""
+    design = req.sizes.design
+    if not facts.design_fields or not design:
+        return
+    items = [f"{k}={v}" for k, v in design.items()] if isinstance(design, Mapping) \
+        else [design] if isinstance(design, str) else [str(item) for item in design]
+    for item in items:
+        name, _, text = item.partition("=")
+        name = name.strip()
+        if not name or name in facts.design_fields:
+            continue
+        if "," in text and not text.strip().startswith(("[", "{", '"')):
+            raise InputError(f"{name!r} is not a design field of {facts.name}; valid: {', '.join(facts.design_fields)}")
+        raise InputError(f"design of {facts.name}: {name}: Extra inputs are not permitted")
+
+
 def check_answerable(req: PlanRequest) -> None:
     """Refuse a power question no design can answer, before any simulation (each of these ran on to the largest
     size before): a zero effect, two equal settings compared, answers almost all invalid or random.  (A target

@@ -226,10 +226,10 @@ def check_before_import(experiment: Any, req: PlanRequest) -> None:
     from cogtestbed.validation.design.facts import shipped_facts
     from cogtestbed.validation.design.request_checks import check_design_names, check_sources
 
-    check_sources(req)
     kind = choose_kind(req)
     facts = shipped_facts(experiment) if kind.facts else None
     if facts is not None:
+        check_sources(req)
         check_design_names(facts, req)
         check_request(kind, facts, req)
         from cogtestbed.validation.design.people_trials import refuse_other_trials

@@ -145,3 +145,30 @@ def test_a_bad_number_on_the_command_line_is_one_plain_line(argv: list[str], lin
 
     assert run_cli(argv) == 2
     assert capsys.readouterr().err.strip().splitlines() == [line]
+
+
+def test_a_dry_run_counts_re_asks_without_building_each(monkeypatch: pytest.MonkeyPatch, tmp_path: Any,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """``run --dry-run --reask N`` computes its worst case arithmetically: the requests it builds do not grow with
+    N (before, each re-ask of every step was built and tokenised: ``--reask 10000000`` reached 10 GB)."""
+    from cogtestbed.cli import run_cli
+    from cogtestbed.llm_adapters.runs.agent import LLMAgent
+
+    built: list[int] = []
+    real = LLMAgent.request
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        built.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(LLMAgent, "request", counted)
+    seen = {}
+    for reask in (1, 100):
+        built.clear()
+        assert run_cli(["run", "instrumental-learning", "--llm", MINI, "--subjects", "1", "--dry-run", "--reask",
+                        str(reask), "--max-calls", "100000", "-o", str(tmp_path / str(reask))]) == 0
+        seen[reask] = (len(built), json.loads(capsys.readouterr().out.splitlines()[0]))
+    assert seen[1][0] == seen[100][0]
+    report = seen[100][1]
+    assert report["calls_if_every_answer_is_invalid"] == report["calls_ceiling"] == 101 * report["calls"]
+    assert report["worst_case_per_subject"]["calls"] == 101 * report["calls"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cogtestbed.bounds import Cost
 from cogtestbed.request import as_items, as_list, as_name, as_text, option
 
 #: The help of ``sessions`` (every reader of published files).
@@ -88,12 +89,23 @@ class FitMethod:
     method: Literal["mle", "hierarchical"] = option("mle", cli_type=str, help="mle or hierarchical.")
 
 
+#: Most posterior draws per chain a fit may take (and sample again up to), and what each costs: every chain
+#: keeps each draw of every parameter (a 30-subject, 3-parameter model: about 100 numbers, 8 bytes each, in
+#: each of 4 chains, and its posterior file writes them again).
+MAX_DRAWS = 100_000
+DRAW_COST = Cost("posterior draws per chain", bytes=2 * 4 * 100 * 8.0,
+                 at="for 4 chains of a 30-subject, 3-parameter model")
+#: Most chains a fit may run; each is a sampler of its own with its own draws.
+MAX_CHAINS = 64
+CHAIN_COST = Cost("chains", note="each a sampler of its own, tuned and drawn in full")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Chains:
     """A hierarchical fit's MCMC draws and chains."""
 
-    draws: int = option(1000, min=1, help="Posterior draws per chain (hierarchical).")
-    chains: int = option(4, min=1, help="Chains (hierarchical).")
+    draws: int = option(1000, min=1, max=MAX_DRAWS, cost=DRAW_COST, help="Posterior draws per chain (hierarchical).")
+    chains: int = option(4, min=1, max=MAX_CHAINS, cost=CHAIN_COST, help="Chains (hierarchical).")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +113,7 @@ class MaxDraws:
     """How far a hierarchical fit failing only its ESS or R-hat checks samples again."""
 
     max_draws: int | None = option(
-        None, flags=("--max-draws",), min=1,
+        None, flags=("--max-draws",), min=1, max=MAX_DRAWS, cost=DRAW_COST,
         help="Where a run fails only its ESS or R-hat checks (no divergences), sample again with twice the draws per "
              "chain, up to this many.")
 
@@ -195,12 +207,20 @@ class Adaptive:
              "on these parameters of the experiment's model (needs --trials).")
 
 
+#: Most subjects one request may run or fit.
+MAX_SUBJECTS = 100_000
+#: Most subjects ``simulate`` may draw (streamed to its table; the table's memory is checked first).
+MAX_SIMULATED_SUBJECTS = 10**9
+SUBJECT_COST = Cost("subjects", note="each a whole session: its rows of the trial table, a run's calls, a fit")
+
+
 @dataclass(frozen=True, kw_only=True)
 class SubjectCount:
     """How many subjects are simulated or run."""
 
     #: ``subjects``: one count, not a grid of counts (``recover``, ``power``) or a range a plan searches
-    subject_count: int = option(10, name="subjects", min=1, help="Number of simulated subjects.")
+    subject_count: int = option(10, name="subjects", min=1, max=MAX_SUBJECTS, cost=SUBJECT_COST,
+                                help="Number of simulated subjects.")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,7 +228,9 @@ class SessionTrials:
     """The length of an adaptive session."""
 
     #: ``trials``: an adaptive session's length, not the trials of a whole design (a study's or a plan's)
-    session_trials: int | None = option(None, name="trials", flags=("--trials",), min=1,
+    session_trials: int | None = option(None, name="trials", flags=("--trials",), min=1, max=10_000,
+                                        cost=Cost("adaptive trials per session", cpu_seconds=0.015,
+                                                  at="at the slowest choice (15 CPU-ms), per subject"),
                                         help="Trials of an adaptive session (with --adaptive).")
 
 
@@ -243,18 +265,26 @@ class Importer:
     source: str = option("auto", flags=("--from",), help="auto (detect), trials, or an importer such as cogbench.")
 
 
+#: Most local worker processes; each imports the package and its numerical libraries.
+MAX_WORKERS = 256
+WORKER_COST = Cost("worker processes", bytes=200e6, at="(each imports the package: about 200 MB)")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Workers:
     """The local worker processes of simulated studies."""
 
-    workers: int | None = option(None, min=1, help="Local worker processes (default: CPUs).")
+    workers: int | None = option(None, min=1, max=MAX_WORKERS, cost=WORKER_COST,
+                                 help="Local worker processes (default: CPUs).")
 
 
 @dataclass(frozen=True, kw_only=True)
 class MaxLength:
     """The evaluation's text length (Psych-201)."""
 
-    max_length: int = option(32768, flags=("--max-length",),
+    max_length: int = option(32768, flags=("--max-length",), min=1, max=100_000_000,
+                             cost=Cost("characters of text per participant", bytes=4.0,
+                                       note="each tokenised and scored"),
                              help="The evaluation's maximum text length in characters (Psych-201 eval.py).")
 
 
@@ -305,6 +335,11 @@ class PopulationSource:
                              help=POPULATION_HELP)
 
 
+#: The most tokens an answer or a call's hidden reasoning may be asked for: no served model answers more (the
+#: largest output limits are in the hundreds of thousands); a larger one is a typo.  Our default, no paper's.
+MAX_TOKENS_CAP = 1_000_000
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReasoningSettings:
     """A reasoning model's settings (a run sends them; a plan prices the run they make)."""
@@ -313,9 +348,14 @@ class ReasoningSettings:
         None, help="A reasoning model's reasoning_effort (OpenAI: low | medium | high; gpt-5 also minimal): the "
                    "values each model takes are in the capability table (docs/llm-runs.md).")
     thinking_budget: int | None = option(
-        None, help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended "
+        None, max=MAX_TOKENS_CAP, cost=Cost("hidden tokens per call", note="each billed at the output price"),
+        help="Hidden tokens a reasoning model may spend per call before its answer: Anthropic's extended "
                    "thinking on with this budget_tokens (>= 1024); for OpenAI's reasoning models the tokens reserved "
                    "(default 8192). The completion limit is this plus --max-tokens.")
+
+
+#: Most re-asks after an unparseable answer: a model that fails 100 times in a row will not answer.
+MAX_REASK = 100
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,12 +363,14 @@ class AnswerSettings:
     """How each answer is asked for (a run sends them; a plan prices the run they make)."""
 
     max_tokens: int | None = option(
-        None, min=1, help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence "
-                          "64).")
+        None, min=1, max=MAX_TOKENS_CAP,
+        help="Tokens per answer. Default: the experiment's (8 for a one-line answer; belief-coherence 64).")
     temperature: float | None = option(
         None, min=0.0, help="Sampling temperature; default: the experiment's paper's (magnitude 0.7, CogBench and "
                             "collider 0), else 0 (greedy); the run's manifest records which.")
-    reask: int = option(0, min=0, help="Re-asks after an unparseable answer.")
+    reask: int = option(0, min=0, max=MAX_REASK, cost=Cost(
+        "re-asks per unparseable answer", note="each another paid call of the whole prompt"),
+        help="Re-asks after an unparseable answer.")
 
 
 @dataclass(frozen=True, kw_only=True)

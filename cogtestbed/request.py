@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from cogtestbed.bounds import Cost, check_bound
+
 F = TypeVar("F", bound=Callable[..., Any])
 R = TypeVar("R")
 
@@ -55,6 +57,8 @@ class Opt:
     spelling of the same value: ``(10, 80)`` and ``"10:80"`` alike), by default the value as given.
     ``cli_name``: the command line's name of it where the function spells it otherwise (``population
     build``'s ``TABLE``, :func:`cogtestbed.build_population`'s ``table_or_path``).
+    ``cost``: a count option's :class:`~cogtestbed.bounds.Cost` of one unit; a value above its ``max`` is then
+    refused when the request is built (:func:`build`, before any work), in one line naming what it would take.
     """
 
     help: str
@@ -71,6 +75,7 @@ class Opt:
     record: Callable[[Any], Any] | None = None
     cli_required: bool = False
     cli_name: str | None = None
+    cost: Cost | None = None
 
 
 @dataclass(frozen=True)
@@ -87,11 +92,13 @@ def option(default: Any = dataclasses.MISSING, *, help: str, flags: Sequence[str
            show_default: bool | str | None = None, cli: bool = True, api: bool = True, argument: bool = False,
            name: str | None = None, json: bool = True, record: Callable[[Any], Any] | None = None,
            cli_required: bool = False, cli_name: str | None = None,
-           factory: Callable[[], Any] | None = None) -> Any:
+           factory: Callable[[], Any] | None = None, cost: Cost | None = None) -> Any:
     """A request's option: a dataclass field with its :class:`Opt` (see there for each argument);
     ``factory`` makes a mutable default."""
+    if cost is not None and max is None:
+        raise TypeError("a count option's cost goes with its bound: give max too")
     meta = {OPTION: Opt(help, tuple(flags), cli_type, min, max, show_default, cli, api, argument, name, json, record,
-                        cli_required, cli_name)}
+                        cli_required, cli_name, cost)}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -123,9 +130,9 @@ def variant(cls: type[R], *, defaults: Mapping[str, Any] = _NONE, helps: Mapping
     """The shared option group ``cls`` (:mod:`cogtestbed.option_groups`) as one request takes it: the same
     options, each still declared once (its name, type and record are the group's), with this
     request's ``defaults`` (``dataclasses.MISSING``: required here), ``helps`` (its help text here), ``limits``
-    (``(min, max)`` the command line enforces here) and ``present`` (``{option: {attribute: value}}`` for the
-    other attributes of :data:`PRESENTATION`: its flags, a positional argument, the faces taking it) in place
-    of the group's; ``positional``: the options it changes are positional in Python too
+    (``(min, max)`` the command line enforces here; None keeps the group's) and ``present`` (``{option:
+    {attribute: value}}`` for the other attributes of :data:`PRESENTATION`: its flags, a positional argument,
+    the faces taking it) in place of the group's; ``positional``: the options it changes are positional in Python too
     (``PlanRequest(EXPERIMENT, ...)``; a required one only).  A request inherits the variant as it would the
     group (``class FitSampling(variant(Seed, helps={"seed": ...}))``); :func:`group`'s ``defaults`` do the same
     for a sub-object's options."""
@@ -153,8 +160,8 @@ def _changes(helps: Mapping[str, str], limits: Mapping[str, tuple[float | None, 
     changes: dict[str, dict[str, Any]] = {name: dict(attrs) for name, attrs in present.items()}
     for name, text in helps.items():
         changes.setdefault(name, {})["help"] = text
-    for name, (low, high) in limits.items():
-        changes.setdefault(name, {}).update(min=low, max=high)
+    for name, (low, high) in limits.items():  # None: the group's own limit
+        changes.setdefault(name, {}).update({k: v for k, v in (("min", low), ("max", high)) if v is not None})
     not_presentation = {k for attrs in changes.values() for k in attrs} - PRESENTATION
     if not_presentation:
         raise TypeError(f"a request may not change {sorted(not_presentation)} of a shared option: declare another")
@@ -301,7 +308,16 @@ def _own_first(cls: type[Any]) -> list[dataclasses.Field[Any]]:
 def build(cls: type[R], values: Mapping[str, Any]) -> R:
     """The request ``cls`` holding the flat keywords ``values`` (those it does not declare are
     ignored; every option left out takes its default)."""
-    return typing.cast(R, _build(cls, (), {leaf.path: leaf for leaf in leaves(cls)}, values))
+    return check_counts(typing.cast(R, _build(cls, (), {leaf.path: leaf for leaf in leaves(cls)}, values)))
+
+
+def check_counts(request: R) -> R:
+    """``request``, every count option of it within its bound (:func:`~cogtestbed.bounds.check_bound`: one line
+    naming what a larger count would take), checked before any work."""
+    for leaf in leaves(type(request)):
+        if leaf.opt.cost is not None:
+            check_bound(leaf.name, value(request, leaf), leaf.opt.max, leaf.opt.cost)
+    return request
 
 
 def _build(cls: type[Any], path: tuple[str, ...], by_path: dict[tuple[str, ...], Leaf],
@@ -327,7 +343,7 @@ def build_grouped(cls: type[R], given: Mapping[str, Any], values: Mapping[str, A
     clash = [leaf.name for leaf in leaves(cls) if leaf.name in values and len(leaf.path) > 1 and leaf.path[0] in chosen]
     if clash:
         raise InputError(f"{', '.join(clash)} given twice: as a keyword and in the {leaf_group(cls, clash[0])} given")
-    return typing.cast(R, dataclasses.replace(typing.cast(Any, build(cls, values)), **chosen))
+    return check_counts(typing.cast(R, dataclasses.replace(typing.cast(Any, build(cls, values)), **chosen)))
 
 
 def leaf_group(cls: type[Any], name: str) -> str:

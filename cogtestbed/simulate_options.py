@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cogtestbed.option_groups import (
+    MAX_SIMULATED_SUBJECTS,
     Adaptive,
     AgentParams,
     FormSD,
@@ -68,7 +69,10 @@ class DesignFields:
 class SimulatedSubjects(
         variant(AgentParams, present={"params": {"flags": ("--param", "-p")}},  # type: ignore[misc]
                 helps={"params": "Agent parameter NAME=VALUE (repeatable); defaults otherwise."}),
-        PopulationSource, SubjectCount, variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
+        PopulationSource,
+        # the table's memory, estimated from the design, refuses far fewer subjects than this in one line
+        variant(SubjectCount, limits={"subject_count": (None, MAX_SIMULATED_SUBJECTS)}),  # type: ignore[misc]
+        variant(Seed, helps={"seed": "Seed of the whole simulation."})):  # type: ignore[misc]
     """Who is simulated: how many, with which parameters."""
 
 

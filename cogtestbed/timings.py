@@ -72,11 +72,28 @@ def record(kind: str, setup_s: float | None, sampling_s: float, units: float) ->
         return
 
 
-__all__ = ["DEFAULT", "KEEP", "estimate", "record", "store_path"]
+__all__ = ["DEFAULT", "KEEP", "add_remote_cpu", "cpu_seconds", "estimate", "record", "remote_cpu_seconds",
+           "store_path"]
+
+
+#: CPU seconds Dask workers in other processes spent on this process's tasks (:func:`add_remote_cpu`).
+_REMOTE_CPU = [0.0]
+
+
+def add_remote_cpu(seconds: float) -> None:
+    """Count ``seconds`` of CPU that a worker in another process (a Dask worker's) spent on this process's
+    tasks in :func:`cpu_seconds`: the operating system counts only this process and its own children."""
+    _REMOTE_CPU[0] += seconds
+
+
+def remote_cpu_seconds() -> float:
+    """The CPU seconds :func:`add_remote_cpu` has counted in this process."""
+    return _REMOTE_CPU[0]
 
 
 def cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process and its finished children (a pool's workers):
-    the CPU time a plan or study reports beside its wall time."""
+    """CPU seconds (user + system) of this process, its finished children (a pool's workers) and the Dask
+    workers' tasks run for it (:func:`add_remote_cpu`): the CPU time a plan or study reports beside its wall
+    time."""
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    return t.user + t.system + t.children_user + t.children_system + remote_cpu_seconds()

@@ -202,7 +202,8 @@ def test_a_budget_without_a_price_is_planned_in_calls_without_tokenizing(tiny, m
     needs = subject_needs(exp, design, tiny, config, sessions, 0, Budget(max_calls=100))
     assert [(n.calls, n.usd) for n in needs] == [(3, 0.0)] * 8 and bounded == []
     priced = subject_needs(exp, design, tiny, config, sessions, 0, Budget(price=Price(1.0, 1.0)))
-    assert [n.calls for n in priced] == [3] * 8 and len(bounded) == 8 * 3 and all(n.usd > 0 for n in priced)
+    # a step's first ask and its re-ask prompt (each re-ask sends the same one: priced once, counted reask times)
+    assert [n.calls for n in priced] == [3] * 8 and len(bounded) == 8 * 2 and all(n.usd > 0 for n in priced)
 
 
 # ----------------------------------------------------------------------------- run state

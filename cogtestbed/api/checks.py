@@ -33,12 +33,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from cogtestbed.errors import DataError, InputError, one_line
+from cogtestbed.option_groups import MAX_TOKENS_CAP  # the bound declared with the option (our default, no paper's)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: The most tokens an answer may be asked for: no served model answers more (the largest output
-#: limits are in the hundreds of thousands); a larger ``max_tokens`` is a typo.  Our default, no paper's.
-MAX_TOKENS_CAP = 1_000_000
 #: The largest SD on an unconstrained (log or logit) scale an option may set (``sd_between``, a
 #: form's offset SD): an SD of 20 already spreads a parameter over e^±40, beyond every bound.  Our
 #: default, no paper's.

@@ -19,12 +19,19 @@ from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from cogtestbed.bounds import Cost
 from cogtestbed.option_groups import CognitiveModel, Importer, MaxLength, Output, Overwrite, Seed, Sessions
 from cogtestbed.request import option, variant
 from cogtestbed.simulate_options import ExperimentName
 
 if TYPE_CHECKING:
     pass
+
+#: Most tokens a forward pass, a choice's context or a batch may hold (ten times the longest served context).
+MAX_CONTEXT_TOKENS = 10_000_000
+#: Each token of a pass is held with its key-value cache: smollm2-135m's is 30 layers x 2 x 3 heads x 64 float32s.
+TOKENS_IN_MEMORY = Cost("tokens in one forward pass", bytes=30 * 2 * 3 * 64 * 4.0,
+                        at="for smollm2-135m's key-value cache alone (float32)")
 
 #: ``options="auto"`` of :func:`cogtestbed.transcript_nll`: the option sets declared for the record's
 #: Psych-201 data set, if any.
@@ -81,16 +88,18 @@ class TranscriptNllRequest(MaxLength):
     overflow: str = option(
         "refuse", help="A transcript longer than the model's context: refuse, truncate (score the first window's "
                        "choices, as Centaur's script cuts the text) or window (sliding window).")
-    window: int | None = option(None, help="Tokens per forward pass (default: the model's context).")
+    window: int | None = option(None, min=1, max=MAX_CONTEXT_TOKENS, cost=TOKENS_IN_MEMORY,
+                                help="Tokens per forward pass (default: the model's context).")
     min_context: int | None = option(
-        None, help="With --overflow window: tokens each choice is conditioned on at least (default: half the "
-                   "window).")
+        None, min=1, max=MAX_CONTEXT_TOKENS, cost=TOKENS_IN_MEMORY,
+        help="With --overflow window: tokens each choice is conditioned on at least (default: half the window).")
     measures: Sequence[str] = option(
         ("psych201", "choice"), cli_type=list[str], flags=("--measure",),
         help="What to compute; repeatable: psych201 (Psych-201's evaluation: summed token NLL per response span, "
              "text cut to --max-length; with Centaur's per-response average) and choice (the per-choice NLL).")
-    batch_tokens: int = option(16384, help="psych201 measure: padded tokens per batch of participants that share "
-                                           "their opening tokens (memory).")
+    batch_tokens: int = option(16384, min=1, max=MAX_CONTEXT_TOKENS, cost=TOKENS_IN_MEMORY,
+                               help="psych201 measure: padded tokens per batch of participants that share their "
+                                    "opening tokens (memory).")
     share_prefix: bool = option(True, help="psych201 measure: run a shared opening once and reuse its key-value "
                                            "cache (off: one plain pass per participant).")
     onednn: bool = option(False, help="The shared passes' linear layers through oneDNN's packed float32 kernels "

@@ -27,8 +27,10 @@ def typer_info(leaf: Leaf) -> Any:
     common: dict[str, Any] = {"help": " ".join(leaf.opt.help.split()), "rich_help_panel": leaf.panel}
     if leaf.opt.min is not None:
         common["min"] = leaf.opt.min
-    if leaf.opt.max is not None:
+    if leaf.opt.max is not None and leaf.opt.cost is None:
         common["max"] = leaf.opt.max
+    elif leaf.opt.max is not None:  # a count's bound: refused by the request's build, saying what it would cost
+        common["help"] += f" At most {leaf.opt.max:,.0f}."
     if leaf.opt.show_default is not None:
         common["show_default"] = leaf.opt.show_default
     if leaf.opt.argument:

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cogtestbed.bounds import Cost
 from cogtestbed.cli.app import app
 from cogtestbed.cli.options import request_command
 from cogtestbed.request import option
@@ -38,10 +39,13 @@ class ServeRequest:
              "/v1/chat/completions, extended thinking on /v1/messages): hidden tokens billed, refused fields "
              "answered with the provider's 400, answers in the form the prompt asks for (repeatable; e.g. "
              "--reasoning-as o3).")
-    max_body: int = option(MAX_BODY_BYTES, min=1, help="Largest request body in bytes; larger ones get 413.")
+    max_body: int = option(MAX_BODY_BYTES, min=1, max=2**30, cost=Cost("bytes per request body", bytes=1.0),
+                           help="Largest request body in bytes; larger ones get 413.")
     max_seconds: float = option(MAX_GENERATION_SECONDS, min=0.001,
                                 help="Longest generation of one request, in seconds.")
-    max_queue: int = option(MAX_QUEUE, min=1, help="Most requests held at once, one computing per model; more get 429.")
+    max_queue: int = option(MAX_QUEUE, min=1, max=10_000,
+                            cost=Cost("requests held at once", note="each with its body in memory"),
+                            help="Most requests held at once, one computing per model; more get 429.")
     fail_rate: float = option(0.0, min=0.0, max=1.0,
                               help="Fault injection: share of the POST requests that fail (seeded), in [0, 1].")
     status: int | None = option(None, min=400, max=599,

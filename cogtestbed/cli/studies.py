@@ -150,9 +150,9 @@ def study_command(request: type[Any], *names: str) -> Callable[[Callable[..., St
 
     def register(fn: Callable[..., Study | None]) -> Callable[..., Any]:
         def command(**values: Any) -> None:
+            req = from_cli(request, values)  # a refused option (a count over its bound) before anything heavy loads
             from cogtestbed.validation.studies.sizes import DesignSweep
 
-            req = from_cli(request, values)
             run: StudyRun = req.run
             bar = _Bar(run.as_json)
             try:

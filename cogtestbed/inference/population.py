@@ -30,19 +30,20 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cogtestbed.errors import DataError, InputError
+from cogtestbed.inference.population_source import (  # noqa: F401
+    PREFIX,
+    PopulationError,
+    population_path,
+    shipped_directory,
+    shipped_populations,
+)
 from cogtestbed.parameters import ParameterSet
 
-#: What names a shipped population on the command line and in ``ct.`` functions (``human:NAME``).
-PREFIX = "human:"
 #: Posterior draws a population keeps (thinned evenly from the fit's): enough for the spread of a
 #: power's studies, small enough to ship (this project's default, not a paper's).
 KEEP_DRAWS = 1000
 #: Significant digits of the saved draws (a JSON file of a few hundred kB at most).
 DIGITS = 6
-
-
-class PopulationError(InputError):
-    """A population that cannot be built, read or used (one clear line)."""
 
 
 class PopulationWarning(UserWarning):
@@ -254,17 +255,6 @@ def _rounded(values: np.ndarray) -> tuple[float, ...]:
     return tuple(float(f"{v:.{DIGITS}g}") for v in np.asarray(values, float))
 
 
-def shipped_directory() -> Path:
-    """Where the package's own populations live (``cogtestbed/data/populations``)."""
-    return Path(__file__).resolve().parents[1] / "data" / "populations"
-
-
-def shipped_populations() -> list[str]:
-    """The names of the populations the package ships (``human:NAME``)."""
-    folder = shipped_directory()
-    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
-
-
 def load_population(source: str | os.PathLike[str] | Population, use: bool = False) -> Population:
     """A population: as given, ``human:NAME`` (a shipped one; a unique prefix of its name is
     enough, e.g. ``human:cogbench``) or the path of a saved population's JSON.  A malformed file is
@@ -284,15 +274,7 @@ def load_population(source: str | os.PathLike[str] | Population, use: bool = Fal
 def _read_population(source: str | os.PathLike[str] | Population) -> Population:
     if isinstance(source, Population):
         return source
-    text = str(source)
-    if text.startswith(PREFIX):
-        path = _shipped(text[len(PREFIX):])
-    else:
-        path = Path(text)
-        if not path.is_file():
-            names = ", ".join(f"{PREFIX}{n}" for n in shipped_populations()) or "none"
-            raise PopulationError(f"no population {text!r}: give {PREFIX}NAME (shipped: {names}) or the path of a "
-                                  "population file")
+    path = population_path(source)
     from pydantic import ValidationError
 
     try:
@@ -308,18 +290,6 @@ def _read_population(source: str | os.PathLike[str] | Population) -> Population:
         if isinstance(exc, InputError):
             raise
         raise DataError(f"{path} is not a population file: {str(exc).splitlines()[0]}") from None
-
-
-def _shipped(name: str) -> Path:
-    names = shipped_populations()
-    if name in names:
-        return shipped_directory() / f"{name}.json"
-    matches = [n for n in names if n.startswith(name)] if name else []
-    if len(matches) == 1:
-        return shipped_directory() / f"{matches[0]}.json"
-    listed = ", ".join(f"{PREFIX}{n}" for n in names) or "none"
-    what = "names more than one" if matches else "names none"
-    raise PopulationError(f"{PREFIX}{name} {what} of the shipped populations ({listed})")
 
 
 def population_from_fit(fit: Any, *, name: str, experiment: str, model: Any, trials: Any = None,

@@ -46,11 +46,33 @@ def plain_value(descriptor: Any, value: Any, param: Any, ctx: Any) -> Any:
         if (info.min is None or value >= info.min) and (info.max is None or value <= info.max):
             return value
         return NOT_PLAIN
+    if annotation in (int, float) and type(value) is str and not info.clamp:
+        return typed_number(value, annotation, info.min, info.max, param, ctx)
     if annotation is Path and info.path_type is None and type(value) is str and value and str(Path(value)) == value:
         from typer._param_types import coerce_cli_path
 
         return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
     return NOT_PLAIN
+
+
+def typed_number(text: str, kind: type, low: float | None, high: float | None, param: Any, ctx: Any) -> Any:
+    """``text`` typed on the command line as a number of ``kind`` (``int`` or ``float``) within ``[low, high]``, or
+    click's ``BadParameter`` in one plain line ("nan is not a finite number", "must be at least 0, got -1"):
+    typer's own coercion would answer in pydantic's words ("Input should be greater than or equal to 0", for a
+    NaN too)."""
+    from typer._click.exceptions import BadParameter
+
+    try:
+        value = int(text) if kind is int else float(text)
+    except ValueError:
+        raise BadParameter(f"{text!r} is not {'an integer' if kind is int else 'a number'}", ctx, param) from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise BadParameter(f"{text} is not a finite number", ctx, param)
+    if low is not None and value < low:
+        raise BadParameter(f"must be at least {low:g}, got {text}", ctx, param)
+    if high is not None and value > high:
+        raise BadParameter(f"must be at most {high:g}, got {text}", ctx, param)
+    return value
 
 
 class PlainCoercion:
@@ -118,4 +140,5 @@ def problems() -> list[str]:
     return out
 
 
-__all__ = ["LOCKED", "NOT_PLAIN", "ClickContext", "PlainCoercion", "plain_value", "problems", "use_plain_coercion"]
+__all__ = ["LOCKED", "NOT_PLAIN", "ClickContext", "PlainCoercion", "plain_value", "problems", "typed_number",
+           "use_plain_coercion"]

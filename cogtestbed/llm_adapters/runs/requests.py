@@ -53,12 +53,13 @@ def step_need(agent: LLMAgent, obs: dict[str, Any], budget: Budget) -> Need:
             return Need(one.calls * n, one.usd * n)
         one = budget.worst(bound(agent.request(prompt, step, 0).prompt), agent.max_tokens)
         return Need(one.calls * response.n_samples, one.usd * response.n_samples)
-    total = Need()
-    for attempt in range(agent.reask + 1):
-        retry_of = None if attempt == 0 else ("", "x" * REASK_REASON_BYTES)
-        tokens = bound(agent.request(prompt, step, attempt, retry_of).prompt)
-        total = total + budget.worst(tokens + (agent.max_tokens if attempt else 0), agent.max_tokens)
-    return total
+    first = budget.worst(bound(agent.request(prompt, step, 0).prompt), agent.max_tokens)
+    if not agent.reask:
+        return first
+    # every re-ask sends the same prompt (only its seed differs): one priced, counted reask times
+    tokens = bound(agent.request(prompt, step, 1, ("", "x" * REASK_REASON_BYTES)).prompt)
+    again = budget.worst(tokens + agent.max_tokens, agent.max_tokens)
+    return Need(first.calls + agent.reask * again.calls, first.usd + agent.reask * again.usd)
 
 
 def step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, response: Any) -> list[tuple[Prompt, int]]:
@@ -161,58 +162,60 @@ def _count_step(pairs: Sequence[tuple[LLMClient, RunConfig]], counts: list[Reque
     """Count one step's requests for each pair (:func:`count_requests_of`); whether it is scored."""
     scored = isinstance(obs.get("response"), ScoredResponse)
     for (client, cfg), c, seen in zip(pairs, counts, asked, strict=True):
-        requests = step_requests(client, cfg, obs["prompt"], obs.get("response"))
+        requests = [(prompt, out, 1) for prompt, out in step_requests(client, cfg, obs["prompt"], obs.get("response"))]
         if invalid and not scored:
             requests = _invalid_step_requests(client, cfg, obs["prompt"], step, seen)
-        for prompt, out in requests:
-            _count_request(c, client, prompt, out, scored=scored)
+        for prompt, out, times in requests:
+            _count_request(c, client, prompt, out, scored=scored, times=times)
     return scored
 
 
 def _invalid_step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, step: int,
-                           asked: set[Any]) -> list[tuple[Prompt, int]]:
-    """The new requests of a text step whose every attempt is unparseable: the first ask and each
-    re-ask.  At temperature 0 a first ask ``asked`` before is served from the cache, and so is its
-    whole chain of re-asks (each quotes the cached answer before it, so it repeats too); ``asked``
-    gains the first ask."""
+                           asked: set[Any]) -> list[tuple[Prompt, int, int]]:
+    """The new requests of a text step whose every attempt is unparseable, each with how many times it is
+    sent: the first ask once, the re-ask ``reask`` times (every re-ask sends the same prompt, only its seed
+    differs: counted, never listed one by one).  At temperature 0 a first ask ``asked`` before is served from
+    the cache, and so is its whole chain of re-asks (each quotes the cached answer before it, so it repeats
+    too); ``asked`` gains the first ask."""
     agent = config.agent(client, None)  # builds requests only
     first = agent.request(prompt, step, 0, None)
     key = (freeze_prompt(first.prompt), first.seed) if config.temperature == 0 else object()
     if key in asked:
         return []
     asked.add(key)
-    out: list[tuple[Prompt, int]] = [(first.prompt, config.completion_limit)]
-    for attempt in range(1, config.reask + 1):
-        request = agent.request(prompt, step, attempt, ("?", "x" * REASK_REASON_BYTES))
-        out.append((request.prompt, config.completion_limit))
+    out: list[tuple[Prompt, int, int]] = [(first.prompt, config.completion_limit, 1)]
+    if config.reask:
+        request = agent.request(prompt, step, 1, ("?", "x" * REASK_REASON_BYTES))
+        out.append((request.prompt, config.completion_limit, config.reask))
     return out
 
 
-def _count_request(c: RequestCount, client: LLMClient, prompt: Prompt, out: int, scored: bool) -> None:
-    """Add one HTTP request of ``prompt`` (at most ``out`` tokens out) to ``c``: its prompt tokens
+def _count_request(c: RequestCount, client: LLMClient, prompt: Prompt, out: int, scored: bool,
+                   times: int = 1) -> None:
+    """Add ``times`` HTTP requests of ``prompt`` (at most ``out`` tokens out) to ``c``: their prompt tokens
     as billed (:meth:`LLMClient.billed_prompt_tokens`: exact with the model's own tokenizer, images
     included; else an estimate, images by the provider's formula), and the bound the budget books."""
     from cogtestbed.llm_adapters.clients.base import message_images
     from cogtestbed.llm_adapters.clients.image_tokens import image_tokens
 
     n, is_exact = client.billed_prompt_tokens(prompt)
-    c.calls, c.prompt_tokens, c.exact = c.calls + 1, c.prompt_tokens + n, c.exact and is_exact
+    c.calls, c.prompt_tokens, c.exact = c.calls + times, c.prompt_tokens + n * times, c.exact and is_exact
     # a chat history quotes the subject's earlier answers: the run's are the model's own text, not the
     # playthrough's; re-tokenised, an answer of max_tokens tokens runs to QUOTED_TOKENS_PER_TOKEN x as many
     quoted = 0 if isinstance(prompt, str) else sum(1 for m in prompt if m.get("role") == "assistant")
-    c.quoted_answers += quoted
-    c.bound_tokens += client.prompt_token_bound(prompt) + quoted * (QUOTED_TOKENS_PER_TOKEN * out + 2)
-    c.completion += out
+    c.quoted_answers += quoted * times
+    c.bound_tokens += (client.prompt_token_bound(prompt) + quoted * (QUOTED_TOKENS_PER_TOKEN * out + 2)) * times
+    c.completion += out * times
     if scored and client.can_score:
-        c.scored_requests += 1
+        c.scored_requests += times
     elif scored:
-        c.sample_requests += 1
+        c.sample_requests += times
     for image in () if isinstance(prompt, str) else (b for m in prompt for b in message_images(m)):
-        c.n_images += 1
+        c.n_images += times
         if is_exact:  # already in the exact count
             continue
         k = image_tokens(client.backend, image)
-        c.img_tokens = None if k is None or c.img_tokens is None else c.img_tokens + k
+        c.img_tokens = None if k is None or c.img_tokens is None else c.img_tokens + k * times
 
 
 def subject_needs(exp: Experiment, design: Design, client: LLMClient, config: RunConfig,

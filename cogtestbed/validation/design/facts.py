@@ -85,6 +85,8 @@ class ExperimentFacts:
     agents: Mapping[str, ParamFacts] = field(default_factory=dict)
     adaptive: Mapping[str, str] = field(default_factory=dict)
     tests: tuple[str, ...] = ()
+    #: the design's field names (``--design NAME=VALUE``; empty: not shipped, the loaded experiment checks them)
+    design_fields: tuple[str, ...] = ()
 
     def model(self, name: str) -> ModelFacts:
         """The model ``name``'s facts."""
@@ -111,7 +113,7 @@ class ExperimentFacts:
                 "comparisons": [[k, dict(v)] for k, v in self.comparisons.items()], "aliases": dict(self.aliases),
                 "pooling_unit": self.pooling_unit, "trials_field": self.trials_field, "trials_step": self.trials_step,
                 "agents": {name: _param_rows(params) for name, params in self.agents.items()},
-                "adaptive": dict(self.adaptive), "tests": list(self.tests)}
+                "adaptive": dict(self.adaptive), "tests": list(self.tests), "design_fields": list(self.design_fields)}
 
     @classmethod
     def from_dict(cls, name: str, row: Mapping[str, Any]) -> ExperimentFacts:
@@ -123,7 +125,7 @@ class ExperimentFacts:
         return cls(name, models, {str(k): dict(v) for k, v in row["comparisons"]}, dict(row["aliases"]),
                    str(row["pooling_unit"]), row["trials_field"], int(row["trials_step"]),
                    {agent: _params_of(rows) for agent, rows in row["agents"].items()}, dict(row["adaptive"]),
-                   tuple(row["tests"]))
+                   tuple(row["tests"]), tuple(row.get("design_fields", ())))
 
 
 def _param_rows(params: ParamFacts) -> list[list[Any]]:
@@ -160,7 +162,7 @@ def facts_of(exp: Any) -> ExperimentFacts:
     return ExperimentFacts(exp.name, {name: _model_facts(exp, name) for name in exp.models}, comparisons(exp),
                            aliases, str(exp.pooling_unit), exp.trials_field, _trials_step(exp),
                            {name: _param_facts(agent.parameters) for name, agent in exp.agents.items()},
-                           _adaptive_facts(exp), tuple(statistical_tests(exp)))
+                           _adaptive_facts(exp), tuple(statistical_tests(exp)), tuple(exp.design_cls.model_fields))
 
 
 def _adaptive_facts(exp: Any) -> dict[str, str]:

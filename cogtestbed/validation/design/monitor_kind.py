@@ -169,6 +169,9 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     if group_sequential and n_fix >= 2 * GS_LOOKS:
         out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
                                             dirn)
+    for design in (out, out.get("group_sequential") or {}):  # shown, never offered, above the level
+        if design:
+            design["offered"] = bool(design["null_upper"] <= spec.level)
     return out
 
 
@@ -323,11 +326,12 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
             f"{'power':>13} {'type-I':>16}",
             f"  {'fixed':<16} {n:>14} {n:>12} {n:>5} {_money(chosen.get('dollars')):>10} "
             f"{_money(chosen.get('dollars')):>10} {chosen['power']:>7.3f}±{chosen['mc_se']:.3f} {fixed_test:>16}"]
-    rows += _sequential_row(payload.get("sequential")) or _pooled_sequential_row(mon)
+    level = mon["level"]
+    rows += _sequential_row(payload.get("sequential"), level) or _pooled_sequential_row(mon)
     rows.append(f"  {'monitor':<16} {mon['expected_effect']:>8.1f}±{mon['expected_effect_se']:<5.1f} "
                 f"{mon['expected_null']:>12.1f} {mon['cap']:>5} {_money(mon['dollars_effect']):>10} "
                 f"{_money(mon['dollars_null']):>10} {mon['power']:>7.3f}±{mon['power_se']:.3f} "
-                f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}")
+                f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}" + _offered(mon['null_upper'], level))
     rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g} or at the cap {mon['cap']} "
                 f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
     rows.append("  expected saving against the fixed design: " + _saving(mon, "effect") + "; " + _saving(mon, "null"))
@@ -335,7 +339,21 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
                 f"studies); mean of the null pool {mon['pool_mean_null']:+.4f}")
     rows += _measured_lines(mon)
+    if any(row.endswith(NOT_OFFERED) for row in rows):
+        rows.append(f"  {NOT_OFFERED}: a design whose type-I error's one-sided 95% upper bound exceeds alpha "
+                    f"{level:g} is shown, not offered (measured on {mon['null_studies']} null studies: more "
+                    "--monitor-sims measure it closer, or it does exceed alpha)")
     return rows
+
+
+#: The mark of a design whose type-I error's upper bound exceeds the level: shown, never offered.
+NOT_OFFERED = "NOT OFFERED"
+
+
+def _offered(upper: float | None, level: float) -> str:
+    """The end of a design's row: :data:`NOT_OFFERED` where its type-I error's upper bound ``upper`` exceeds
+    ``level``, else nothing."""
+    return f"  {NOT_OFFERED}" if upper is not None and upper > level else ""
 
 
 def _pooled_sequential_row(mon: Mapping[str, Any]) -> list[str]:
@@ -348,7 +366,8 @@ def _pooled_sequential_row(mon: Mapping[str, Any]) -> list[str]:
     money = [_money(None if per is None else per * gs[f"expected_{k}"]) for k in ("effect", "null")]
     return [f"  {'group-seq.':<16} {gs['expected_effect']:>8.1f}±{gs['expected_effect_se']:<5.1f} "
             f"{gs['expected_null']:>12.1f} {gs['max']:>5} {money[0]:>10} {money[1]:>10} "
-            f"{gs['power']:>7.3f}±{gs['power_se']:.3f} {gs['null_rejection']:>8.4f}≤{gs['null_upper']:.4f}"]
+            f"{gs['power']:>7.3f}±{gs['power_se']:.3f} {gs['null_rejection']:>8.4f}≤{gs['null_upper']:.4f}"
+            + _offered(gs["null_upper"], mon["level"])]
 
 
 def _measured_lines(mon: Mapping[str, Any]) -> list[str]:
@@ -380,18 +399,23 @@ def _saving(mon: Mapping[str, Any], under: str) -> str:
     return f"under the {under} {x:+.1f}% (95% interval {x - 1.96 * se:+.1f}% to {x + 1.96 * se:+.1f}%)"
 
 
-def _sequential_row(seq: Any) -> list[str]:
-    """The group-sequential design's row (its chosen candidate), where the plan has one."""
+def _sequential_row(seq: Any, level: float) -> list[str]:
+    """The group-sequential design's row (its chosen candidate), where the plan has one (marked where its
+    type-I error's upper bound exceeds ``level``)."""
+    from cogtestbed.validation.design.monitor_pools import upper_bound
+
     if not isinstance(seq, Mapping) or "design" not in seq:
         return [] if seq is None else ["  group-seq.: no design reached the target (plan.json's `sequential`)"]
     top = seq["design"]["sizes"][-1]
     cand = next((c for c in seq.get("candidates", ()) if c.get("max_subjects") == top), None)
     if cand is None:
         return []
+    null = seq["null"]
+    upper = upper_bound(null["rejection_rate"], null["mc_se"], null["sims"])
     return [f"  {'group-seq.':<16} {cand['expected_units_effect']:>14.1f} {cand['expected_units_null']:>12.1f} "
             f"{top:>5} {_money(seq['expected']['effect']['dollars']):>10} "
             f"{_money(seq['expected']['null']['dollars']):>10} {cand['power']:>13.3f} "
-            f"{seq['null']['rejection_rate']:>16.4f}"]
+            f"{null['rejection_rate']:>16.4f}" + _offered(upper, level)]
 
 
 def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:

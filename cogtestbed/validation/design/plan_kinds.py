@@ -239,10 +239,13 @@ def check_before_import(experiment: Any, req: PlanRequest) -> None:
     against people refuses trials other than theirs (:func:`~cogtestbed.validation.design.people_trials.
     refuse_other_trials`: their table's ``subject`` column or their population file read, nothing imported)."""
     from cogtestbed.validation.design.facts import shipped_facts
+    from cogtestbed.validation.design.request_checks import check_design_names, check_sources
 
     kind = choose_kind(req)
     facts = shipped_facts(experiment) if kind.facts else None
     if facts is not None:
+        check_sources(req)
+        check_design_names(facts, req)
         check_request(kind, facts, req)
         from cogtestbed.validation.design.people_trials import refuse_other_trials
 

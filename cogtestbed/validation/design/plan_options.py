@@ -16,6 +16,7 @@ from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.bounds import Cost
 from cogtestbed.option_groups import (
     Adaptive,
     AgentParams,
@@ -127,6 +128,13 @@ class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")
 
 
+#: A simulated sequential study of the search (RW± optimism bias 0.2: about 42 subjects fitted, 1.9 CPU-ms each;
+#: docs/benchmarks.md, ``bench_seqplan.py --auto``).
+SEQ_STUDY_CPU_SECONDS = 0.08
+#: Most simulated studies a sequential or monitor plan may ask for (25 times the monitor's default).
+MAX_PLAN_SIMS = 50_000
+
+
 @dataclass(frozen=True)
 class PlanSequential:
     """A group-sequential plan (``--looks``)."""
@@ -142,19 +150,26 @@ class PlanSequential:
                     "default non-binding.")
     null: str | None = option(None, help="AGENT[:p=v,...] under which a test's null holds (sequential plan of a "
                                          "test).")
-    seq_sims: int | None = option(None, min=10, help="Simulated sequential studies under the effect; default: as "
-                                                     "many as give --mc-se at the target power.")
+    seq_sims: int | None = option(
+        None, min=10, max=MAX_PLAN_SIMS,
+        cost=Cost("simulated sequential studies", cpu_seconds=SEQ_STUDY_CPU_SECONDS, at="at RW± optimism bias 0.2"),
+        help="Simulated sequential studies under the effect; default: as many as give --mc-se at the target power.")
     null_sims: int | None = option(
-        None, min=10, help="Simulated null studies of a sequential plan: as many calibrate its bounds and as many "
-                           "others measure its type-I error and the fixed design's (default: 1,000, or --seq-sims if "
-                           "more).")
+        None, min=10, max=MAX_PLAN_SIMS,
+        cost=Cost("null studies (twice: one set calibrates, one measures)", cpu_seconds=2 * SEQ_STUDY_CPU_SECONDS,
+                  at="at RW± optimism bias 0.2"),
+        help="Simulated null studies of a sequential plan: as many calibrate its bounds and as many others measure "
+             "its type-I error and the fixed design's (default: 1,000, or --seq-sims if more).")
     monitor: bool = option(
         False, help="Plan an anytime-valid monitor of a model effect or of a metric difference between two settings "
                     "(--compare) (a betting e-process looked at after every subject, its futility cap and expected "
                     "subjects and dollars) beside the fixed and the group-sequential design (3 looks, or --looks K) "
                     "at equal power; `run --monitor PLAN` runs a one-LLM plan subject by subject.")
-    monitor_sims: int = option(2000, min=20, help="Simulated studies per hypothesis a --monitor plan looks at after "
-                                                   "every subject (null and effect).")
+    monitor_sims: int = option(
+        2000, min=20, max=MAX_PLAN_SIMS,
+        cost=Cost("simulated studies per hypothesis", bytes=18e3, cpu_seconds=2.7e-4,
+                  at="at a 26-subject design (looks up to 78 subjects; more with a larger design)"),
+        help="Simulated studies per hypothesis a --monitor plan looks at after every subject (null and effect).")
 
 
 @dataclass(frozen=True)
@@ -165,8 +180,11 @@ class PlanFit:
                                   "MLE t-test) or hierarchical (then the size is searched with the hierarchical PyMC "
                                   "fit from the MLE's choice, --fit-sims fresh studies per size tried, at most 4 "
                                   "sizes, and the plan is its choice: power, bias, coverage).")
-    fit_sims: int | None = option(None, help="Fresh studies --fit hierarchical fits per size it tries (default 20: "
-                                             "power to +-0.09).")
+    fit_sims: int | None = option(
+        None, max=1_000,
+        cost=Cost("hierarchical PyMC fits of a whole simulated study per size tried (up to 4 sizes)", cpu_seconds=10.0,
+                  at="at 10 CPU-seconds a fit, the fast end (a fit takes seconds to minutes)"),
+        help="Fresh studies --fit hierarchical fits per size it tries (default 20: power to +-0.09).")
 
 
 @dataclass(frozen=True)
@@ -193,7 +211,11 @@ class PlanAdaptive(variant(Adaptive, present={"adaptive": {"flags": ()}}, helps=
                     "unconstrained scale, with probability --assurance), each priced by --llm."})):
     """Adaptive sessions against fixed ones (``--adaptive``, with ``--precision``)."""
 
-    adaptive_sims: int = option(200, min=2, help="Subjects drawn from the prior that plan --adaptive simulates.")
+    adaptive_sims: int = option(
+        200, min=2, max=10_000,
+        cost=Cost("simulated subjects, each an adaptive and a fixed session", cpu_seconds=0.4,
+                  at="at 60-trial sessions (docs/adaptive.md)"),
+        help="Subjects drawn from the prior that plan --adaptive simulates.")
 
 
 @dataclass(frozen=True)

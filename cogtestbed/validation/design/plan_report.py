@@ -66,13 +66,12 @@ class Pilot:
 
 def read_pilot(path: Path, exp: ExperimentSpec, spec: PlannedStudy) -> Pilot:
     """Invalid rate, tokens per call and fitted parameters of the pilot run in ``path``."""
-    from cogtestbed.llm_adapters.runs.config import CALLS_FILE, TRIALS_FILE
+    from cogtestbed.llm_adapters.runs.config import CALLS_FILE
     from cogtestbed.registry import read_trials
     from cogtestbed.trials import read_manifest
+    from cogtestbed.validation.design.request_checks import pilot_trials
 
-    trials_path = path / TRIALS_FILE
-    if not trials_path.exists():
-        raise FileNotFoundError(f"`pilot`: no {TRIALS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
+    trials_path = pilot_trials(path)
     manifest = read_manifest(trials_path)
     config = manifest.get("config", {})
     if config.get("experiment") not in (None, exp.name):

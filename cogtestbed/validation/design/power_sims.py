@@ -67,12 +67,35 @@ def _run_on_cluster(client: Any, payload: str, tasks: list[dict[str, Any]]) -> l
 
     size = max(1, math.ceil(len(tasks) / (2 * max(1, sum(client.nthreads().values())))))
     chunks = [tasks[i:i + size] for i in range(0, len(tasks), size)]
-    futures = [client.submit(run_chunk, payload, c, pure=False) for c in chunks]
+    futures = [client.submit(timed_chunk, payload, c, pure=False) for c in chunks]
     sizes = {f.key: len(c) for f, c in zip(futures, chunks, strict=True)}
     for f in finished(futures):
         f.result()
         tick(sizes[f.key])
-    return [f.result() for f in futures]
+    return count_worker_cpu([f.result() for f in futures])
+
+
+def timed_chunk(payload: str, tasks: list[dict[str, Any]]) -> tuple[pd.DataFrame, float, int]:
+    """:func:`~cogtestbed.validation.studies.driver.run_chunk` on a Dask worker, with the CPU seconds it took
+    there (the CPU clock of the worker thread running it) and the worker's process id."""
+    import os
+    import time
+
+    start = time.thread_time()
+    rows = run_chunk(payload, tasks)
+    return rows, time.thread_time() - start, os.getpid()
+
+
+def count_worker_cpu(results: list[tuple[pd.DataFrame, float, int]]) -> list[pd.DataFrame]:
+    """The rows of :func:`timed_chunk`'s ``results``, their CPU counted in this process's
+    (:func:`~cogtestbed.timings.add_remote_cpu`) where a worker in another process spent it (a worker in this
+    process is already in its clock)."""
+    import os
+
+    from cogtestbed.timings import add_remote_cpu
+
+    add_remote_cpu(sum(cpu for _, cpu, pid in results if pid != os.getpid()))
+    return [rows for rows, _, _ in results]
 
 
 # ----------------------------------------------------------------------------- power by simulation

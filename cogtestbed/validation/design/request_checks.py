@@ -9,7 +9,9 @@ Imports nothing heavy: these run before the experiment's module is imported.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
@@ -19,6 +21,49 @@ from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
 #: The least share of answers a plan simulates as informative (neither invalid nor random): below it no design
 #: detects anything (the rule of ``plan_report.MAX_INVALID_RATE``, 90 % invalid, for both lapses together).
 MIN_INFORMATIVE_SHARE = 0.1
+
+
+#: A run directory's trial table (``llm_adapters.runs.config.TRIALS_FILE``, which imports numpy and pandas).
+RUN_TRIALS_FILE = "trials.parquet"
+
+
+def pilot_trials(path: str | os.PathLike[str]) -> Path:
+    """The trial table of the pilot run in ``path``, or FileNotFoundError (one line) where the run has none."""
+    trials = Path(path) / RUN_TRIALS_FILE
+    if not trials.exists():
+        raise FileNotFoundError(f"`pilot`: no {RUN_TRIALS_FILE} in {path} (run `cogtestbed run ... -o {path}` first)")
+    return trials
+
+
+def check_sources(req: PlanRequest) -> None:
+    """The population and the pilot run a plan reads, found before anything heavy is imported (the lines the
+    loaded plan gives): a ``population`` naming no shipped population and no file, a ``pilot`` without its
+    run's trial table."""
+    from cogtestbed.inference.population_source import population_path
+
+    if isinstance(req.people.population, str | os.PathLike):
+        population_path(req.people.population)
+    if req.simulated.pilot is not None:
+        pilot_trials(req.simulated.pilot)
+
+
+def check_design_names(facts: Any, req: PlanRequest) -> None:
+    """Refuse, from the experiment's facts (its ``design_fields``: before its module is imported), a ``design``
+    item naming no field of its design, with the line the loaded experiment gives (a comma list: the searched
+    field's refusal; a value: the design's).  A design of another shape is left to the loaded experiment."""
+    design = req.sizes.design
+    if not facts.design_fields or not design:
+        return
+    items = [f"{k}={v}" for k, v in design.items()] if isinstance(design, Mapping) \
+        else [design] if isinstance(design, str) else [str(item) for item in design]
+    for item in items:
+        name, _, text = item.partition("=")
+        name = name.strip()
+        if not name or name in facts.design_fields:
+            continue
+        if "," in text and not text.strip().startswith(("[", "{", '"')):
+            raise InputError(f"{name!r} is not a design field of {facts.name}; valid: {', '.join(facts.design_fields)}")
+        raise InputError(f"design of {facts.name}: {name}: Extra inputs are not permitted")
 
 
 def check_answerable(req: PlanRequest) -> None:

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import MISSING, dataclass
 from pathlib import Path
 
+from cogtestbed.bounds import Cost
 from cogtestbed.option_groups import (
+    MAX_SUBJECTS,
     Adaptive,
     AnswerSettings,
     BatchMode,
@@ -73,7 +75,9 @@ class RunAnswers(AnswerSettings):
         None, cli_type=list[str] | None,
         help="Stop string (repeatable; backslash escapes such as \\n work). Default: the experiment's (a newline; "
              "belief-coherence's multi-line answers: a blank line).")
-    top_logprobs: int | None = option(None, help="Also request the top-k log-probabilities of each answer token.")
+    top_logprobs: int | None = option(None, max=20, cost=Cost("log-probabilities per answer token",
+                                                              note="providers return at most 20"),
+                                      help="Also request the top-k log-probabilities of each answer token.")
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,9 @@ class RunTransport:
         help="Share cached answers across endpoints: key them by the model's name alone, not the server's address "
              "and served model (then --resume may change --base-url). Only for servers that serve the very same "
              "model.")
-    concurrency: int = option(8, min=1, help="Subjects played at once.")
+    concurrency: int = option(8, min=1, max=1024, cost=Cost(
+        "subjects played at once", note="each an open connection and a session held in memory"),
+        help="Subjects played at once.")
     rpm: float | None = option(None, help="Requests per minute limit.")
     tpm: float | None = option(None, help="Tokens per minute limit.")
     timeout: float = option(60.0, help="Seconds per HTTP request (> 0).")
@@ -103,7 +109,8 @@ class RunBudget(PriceTable, Unpriced, variant(MaxCost, helps={  # type: ignore[m
                     "worst case first; a subject starts only if its whole worst case fits)."})):
     """The run's budget and prices, its dry run and its resumption."""
 
-    max_calls: int | None = option(None, min=0, help="Total new calls of the run directory, over every --resume.")
+    max_calls: int | None = option(None, min=0, max=10**9, cost=Cost("calls", note="a cap no run reaches"),
+                                   help="Total new calls of the run directory, over every --resume.")
     add_budget: Sequence[str] | None = option(
         None, cli_type=list[str] | None, flags=("--add-budget",),
         help="With --resume: raise the run's totals, calls=N and/or usd=X (repeatable).")
@@ -117,7 +124,8 @@ class RunBatch(BatchMode):
 
     poll_every: float = option(30.0, help="With --batch: seconds between polls of a batch.")
     max_service_requests: int = option(
-        DEFAULT_MAX_SERVICE_REQUESTS, min=0,
+        DEFAULT_MAX_SERVICE_REQUESTS, min=0, max=10_000_000,
+        cost=Cost("requests to the batch API", note="each an upload, poll or download"),
         help="With --batch: most requests to the batch API (uploads, polls, downloads, retries) in this invocation; "
              "beyond it the run stops (exit 3) and --resume continues it.")
 
@@ -136,7 +144,8 @@ class RunRequest(variant(Output, defaults={"output": MISSING}, present={"output"
              "--llm chooses or replaces its LLM(s). `--monitor PLAN` is the same option, named for a `plan "
              "--monitor` plan: its run stops at the e-process's boundary or its cap.")
     progress_every: int = option(
-        PROGRESS_EVERY, min=1, help="When stderr is not a terminal: a progress line per this many subjects.")
+        PROGRESS_EVERY, min=1, max=MAX_SUBJECTS, cost=Cost("subjects between progress lines"),
+        help="When stderr is not a terminal: a progress line per this many subjects.")
     llms: RunLLMs = group(RunLLMs, "LLMs")
     sessions: RunSessions = group(RunSessions, "Sessions")
     answers: RunAnswers = group(RunAnswers, "Answers")

@@ -14,7 +14,8 @@ from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cogtestbed.option_groups import Chains, CognitiveModel, MaxDraws, Output, Overwrite, Seed
+from cogtestbed.bounds import Cost
+from cogtestbed.option_groups import MAX_DRAWS, Chains, CognitiveModel, MaxDraws, Output, Overwrite, Seed
 from cogtestbed.request import option, variant
 from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, ExperimentName
 
@@ -59,7 +60,9 @@ class BuildPopulationRequest(
     ``table_or_path``)."""
 
     from_source: str = option("auto", flags=("--from",), help="Importer of the table (auto: detected).")
-    tune: int | None = option(None, cli_type=int, min=1, help="Tuning steps per chain (default: as many as the draws).")
+    tune: int | None = option(None, cli_type=int, min=1, max=MAX_DRAWS,
+                              cost=Cost("tuning steps per chain", note="each a sampler step, as costly as a draw"),
+                              help="Tuning steps per chain (default: as many as the draws).")
     sampler: Literal["auto", "nutpie", "pymc", "gibbs"] = option(
         "auto", cli_type=str, help="auto (nutpie where installed), nutpie, pymc, or gibbs (experimental): "
         "Metropolis-within-Gibbs with per-subject HMC and mode jumps, every parameter centred (for subjects with "

@@ -17,6 +17,7 @@ from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
+from cogtestbed.bounds import Cost
 from cogtestbed.option_groups import (
     AgentParams,
     AgentSetting,
@@ -84,7 +85,7 @@ class DesignTrials:
 
 
 @dataclass(frozen=True, kw_only=True)
-class OneDesignTrials(variant(DesignTrials, present={"design_trials": {"cli_type": int | None}},  # type: ignore[misc]
+class OneDesignTrials(variant(DesignTrials, present={"design_trials": {"cli_type": int | None, "max": 1_000_000}},  # type: ignore[misc]
                               helps={"design_trials": ONE_TRIALS_HELP})):
     """The trials of one run of the whole design, one count on the command line (model recovery, SBC)."""
 
@@ -104,7 +105,8 @@ class SessionsPerSubject:
     """The sessions each simulated subject plays: one count."""
 
     #: ``runs``: one count of sessions, not a grid of runs (``recover``, ``power``) or a plan's range
-    sessions_per_subject: int = option(1, name="runs", min=1,
+    sessions_per_subject: int = option(1, name="runs", min=1, max=1_000, cost=Cost(
+        "sessions per subject", note="each a whole session simulated and fitted"),
                                        help="Sessions per subject (experiments that pool sessions).")
 
 
@@ -112,7 +114,9 @@ class SessionsPerSubject:
 class Reps:
     """The simulated data sets (replications) of a study."""
 
-    reps: int = option(100, min=1, help="Simulated data sets.")
+    reps: int = option(100, min=1, max=100_000, cost=Cost("simulated data sets",
+                                                          note="each simulated and fitted in full"),
+                       help="Simulated data sets.")
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,9 @@ class PowerSizes(
         DesignTrials, DesignFields):
     """The sizes each get a rate, and the simulated studies per size."""
 
-    sims: int = option(200, min=1, help="Simulated studies per cell.")
+    sims: int = option(200, min=1, max=100_000, cost=Cost("simulated studies per cell",
+                                                          note="each simulated and fitted in full"),
+                       help="Simulated studies per cell.")
 
 
 @dataclass(frozen=True)

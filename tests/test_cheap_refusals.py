@@ -39,7 +39,7 @@ def test_design_population_and_pilot_are_refused_cold(tmp_path: Path) -> None:
              "for argv in json.loads(sys.argv[1]):\n    err = io.StringIO()\n"
              "    with contextlib.redirect_stderr(err):\n        run_cli(['plan', *argv])\n"
              "    out.append(err.getvalue().strip())\nprint(json.dumps(out))")
-    done, _ = cold(probe, json.dumps([argv for argv, _ in requests]))
+    done = cold(probe, json.dumps([argv for argv, _ in requests]))
     assert json.loads(done.stdout.splitlines()[-1]) == [f"error: {line}" for _, line in requests]
 
 

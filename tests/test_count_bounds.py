@@ -96,7 +96,7 @@ print(json.dumps({"codes": codes, "errs": errs, "heavy": heavy}))
 
 def test_counts_over_their_bounds_are_refused_in_one_line_before_anything_heavy(tmp_path: Any) -> None:
     requests = [[str(tmp_path / a) if a == "unwritten" else a for a in argv] for argv, _ in OVER]
-    done, _ = cold(_PROBE, json.dumps(requests), json.dumps(HEAVY))
+    done = cold(_PROBE, json.dumps(requests), json.dumps(HEAVY))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.splitlines()[-1])
     assert out["codes"] == [2] * len(OVER), out["errs"]

@@ -21,7 +21,7 @@ LLMS = ["openai:gpt-4o", MINI]
 RW = {"model": "rw-pm", "llm": MINI}
 RW_CLI = ["--model", "rw-pm", "--llm", MINI]
 TWO_STEP = {"metric": "model_basedness", "compare": ("hybrid:w=0.3", "hybrid:w=0.7"), "llm": LLMS}
-KINDS = "forms, adaptive, precision, sequential, hierarchical, power, monitor"
+KINDS = "forms, adaptive, precision, sequential, hierarchical, power, monitor, mix"
 TWO_STEP_CLI = ["--metric", "model_basedness", "--compare", "hybrid:w=0.3", "hybrid:w=0.7", "--llm", LLMS[0],
                 "--llm", LLMS[1]]
 
@@ -389,7 +389,7 @@ def test_a_people_table_of_one_subject_or_no_rows_is_refused_in_words(tmp_path: 
     human.iloc[0:0].to_csv(empty, index=False)
     with pytest.raises(ct.InputError) as refused:
         ct.plan("instrumental-learning", **RW, effect={"optimism_bias": -0.1}, human=str(one))
-    assert str(refused.value) == f"the sample from {one} has fewer than 2 fitted subjects: no two-group test"
+    assert str(refused.value) == f"the sample from {one.name} has fewer than 2 fitted subjects: no two-group test"
     with pytest.raises(ct.DataError) as unread:
         ct.plan("instrumental-learning", **RW, effect={"optimism_bias": -0.1}, human=str(empty))
     assert str(unread.value) == "empty.csv: no trials (a header without rows)"

@@ -88,6 +88,16 @@ def test_restless_confidence_and_choices_read_any_script() -> None:
         _check(parse_decimal_digits(text, "confidence"), expected)
 
 
+def test_choice_letters_and_belief_decisions_read_full_width_forms() -> None:
+    risky = _env("risky-choice")
+    a, b = risky.letters()
+    _check(risky.parse(chr(ord(b) + 0xFEE0) + "＞＞"), 1)  # full-width "Q>>"
+    _check(_env("belief-coherence").parse("No: ０．２\nYes: ０．８"), [0.2, 0.8])  # its first phase
+    from cogtestbed.environments.belief import parse_decision
+
+    _check(parse_decision("Ｃａｎ ｄｅｃｉｄｅ： Ｙｅｓ\nＤｅｃｉｓｉｏｎ： Ｎｏ"), [0, 0])  # decided: No
+
+
 def test_option_numbers_read_any_script() -> None:
     disc = _env("temporal-discounting")
     _check(disc.parse("２"), 1)

@@ -204,7 +204,7 @@ def parse_decision(text: str | None) -> ParseResult:
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
-    lines = [line.strip() for line in text.strip().splitlines()]
+    lines = [line.strip() for line in normalize_numerals(text).strip().splitlines()]
     if len(lines) != 2:
         return ParseResult.failure(f"expected exactly 2 lines 'Can decide: Yes|No' and 'Decision: Yes|No', "
                                    f"got {len(lines)}")

@@ -181,3 +181,44 @@ def test_a_magnitude_session_against_a_server_answering_full_width_digits_stores
     assert len(trials) == 6 and trials["valid"].all()
     np.testing.assert_allclose(trials["action"].to_numpy(dtype=float), 0.35)
     assert (trials["raw_response"] == "０．３５").all()
+
+
+# ----------------------------------------------------------------------------- every experiment
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def _arabic_indic(text: str) -> str:
+    return "".join(chr(0x0660 + int(c)) if c.isdigit() else "\u066b" if c == "." else c for c in text)
+
+
+def _answer(name: str, env: Any) -> str:
+    """A valid answer, in ASCII, to the first step of each registered experiment."""
+    fixed = {"magnitude": "Answer: 0.35", "collider": "72.5", "temporal-discounting": "2", "horizon": "Machine J",
+             "restless-bandit": " J", "two-step": "Planet Y", "probabilistic-reasoning": "33",
+             "belief-coherence": "No: 0.30\nYes: 0.70"}
+    if name in fixed:
+        return fixed[name]
+    if name == "bart":
+        return str(env.option_numbers()[1])
+    if name == "instrumental-learning":
+        return f"Machine {env.offered_letters()[1]}"
+    if name == "risky-choice":
+        return f"{env.letters()[1]}>>"
+    assert name == "revealed-belief", f"a new experiment joins this table: {name}"
+    return "[C]" if env.current_channel() == "staa" else env.current_item().labels[-1]
+
+
+def test_every_experiments_parser_reads_full_width_and_arabic_indic_answers_as_ascii() -> None:
+    import cogtestbed as ct
+
+    for name in ct.experiments():
+        env = _env(name)
+        text = _answer(name, env)
+        ascii_read = env.parse(text)
+        assert ascii_read.error is None, (name, text, ascii_read)
+        for other in (_full_width(text), _arabic_indic(text)):
+            read = env.parse(other)
+            assert read.error is None, (name, other, read)
+            np.testing.assert_array_equal(np.asarray(read.action, dtype=float),
+                                          np.asarray(ascii_read.action, dtype=float), err_msg=f"{name} {other!r}")

@@ -198,8 +198,8 @@ class MagnitudeDesign(Design, AdaptiveFields):
       segments; dialogue from the documented speaking-rate model, or AMI extracts
       (``duration_corpus``: a directory of AMI ``*.words.xml`` files);
     * block order fixed: task, condition, modality, range (each block an independent context);
-    * parsing: :func:`parse_magnitude` (the first number in the answer, as the paper reads it, but a
-      labelled answer first and echoes of the stimulus never, issue 75); it must lie in the task's
+    * parsing: :func:`parse_magnitude` (the answer's one number, a labelled answer first, echoes of
+      the stimulus never, several numbers never, digits of any script as ASCII); it must lie in the task's
       valid range; "30%" reads as 0.30 for unit-interval tasks; anything else is invalid with a reason.
     """
 

@@ -74,7 +74,7 @@ def test_design_validation_and_blocks() -> None:
 
 @pytest.mark.parametrize(("text", "task", "value", "error"), [
     ("0.42", "line-ratio", 0.42, None),
-    ("The ratio is about .3, maybe 0.4", "line-ratio", 0.3, None),
+    ("The ratio is about .3, maybe 0.4", "line-ratio", None, "several numbers"),
     ("42%", "marker-location", 0.42, None),
     ("1.5", "line-ratio", None, "outside the valid range"),
     ("7.25 units", "maze-distance", 7.25, None),

@@ -51,8 +51,8 @@ MARKER = [
     ("Answer: 0.3\nAnswer: 0.4", "!several labelled answers"),
     ("--0.3", 0.3), ("---0.45", 0.45), ("- 0.3", 0.3), ("• 0.3", 0.3),  # dash and bullet runs: no sign
     ("-0.3", "!-0.3 outside the valid range"), ("\u22120.3", "!-0.3 outside"),  # a sign touching the number
-    ("0.2-0.3", 0.2),                            # a range: its first end, no negative second number
-    ("0.3 or 0.4", 0.3),                         # two numbers: the first (the paper's prompt asks for one)
+    ("0.2-0.3", "!several numbers (0.2, 0.3)"),  # a range: no end of it, nor a negative second number
+    ("0.3 or 0.4", "!several numbers"),          # two numbers: neither (the paper's prompt asks for one)
     ("35%", 0.35), ("Estimate: 35 %", 0.35),     # percentages on a unit-interval task
     ("1,250", "!1250 outside"), ("0,35", "!decimal comma"),
     ("The marker is at 0.42 of the line.", 0.42), ("0.35 units", 0.35),
@@ -94,10 +94,10 @@ def test_the_environment_sets_aside_its_own_stimulus_and_instructions_not_the_su
 
 def test_smollm2s_real_marker_answers_parse_as_meant() -> None:
     """The recorded answers: none echoes the picture here (the issue's echoes are :data:`ISSUE_ECHOES`);
-    every one is read by the rules: a labelled "Answer: 0" wins, "position 0. ... position 1." reads its
-    first number, a sentence without a number is invalid, never a number made of a dash run.  Prose
-    with a number ("add 1 to the decimal number") is read by the first-number rule as the answer 1: the
-    degenerate answers a fit then reports as such."""
+    every one is read by the rules: a labelled "Answer: 0" wins, a sentence without a number is invalid,
+    never a number made of a dash run.  Several numbers are no answer: "position 0. ... position 1." and
+    prose such as "add 1 to the decimal number that would represent a 1-unit increase" (read as the
+    answer 0 and 1 by the first-number rule before) are invalid, "several numbers"."""
     data = json.loads(FIXTURE.read_text())
     assert "SmolLM2-135M-Instruct" in data["about"] and len(data["answers"]) >= 20
     seen: Counter[Any] = Counter()
@@ -110,9 +110,9 @@ def test_smollm2s_real_marker_answers_parse_as_meant() -> None:
         if text.lstrip().startswith("Answer: 0"):
             assert parsed.action == 0.0 and read.labelled
         if "position 0.\n\nThe marker is at position 1." in text:
-            assert parsed.action == 0.0
+            assert str(parsed.error).startswith("several numbers (0, 1, 2)"), parsed.error
         seen[parsed.action if parsed.action is not None else parsed.error.split(" ")[0]] += 1
-    assert seen == {0.0: 4, 0.02: 2, 1.0: 13, "no": 2, "number": 1}, seen
+    assert seen == {0.0: 2, 0.02: 2, "several": 15, "no": 2, "number": 1}, seen
 
 
 #: What the parser at main (ba6188e, before issue 75) made of the run-path answers of the fixture's
@@ -123,11 +123,12 @@ def test_smollm2s_real_marker_answers_parse_as_meant() -> None:
 #:     outside the valid range" (a dash-run sign); '|2-----1-------------|10' -> invalid "first number 2
 #:     outside".  7 of 20 echoes scored as answers (the issue saw 18 of 20), now 0 of 20.
 #:   chat_s0: 'Only output the final answer.' (19x) -> invalid "no number" (now: the echo reason).
-#:   chat_s2_medium '|**+1. 34' -> 1.0, '|**+N. ..' -> "first number N outside"; chat_s3 -> 0.99999...: as now.
+#:   chat_s2_medium '|**+1. 34' -> 1.0, '|**+N. ..' -> "first number N outside" (now: an enumeration, "several
+#:     numbers"); chat_s3 -> 0.99999...: as now.
 RUN_PATH_OUTCOMES = {
     "chat_s0": {"no number": 1, ECHO_REASON: 19},
     "chat_s1_long": {ECHO_REASON: 20},
-    "chat_s2_medium": {1.0: 1, "outside": 19},
+    "chat_s2_medium": {"several numbers": 20},
     "chat_s3_short_mt32": {1.0: 20},
 }
 
@@ -136,7 +137,7 @@ def _outcome(parsed: Any) -> Any:
     if parsed.action is not None:
         return round(float(parsed.action), 6)
     error = str(parsed.error)
-    return next(key for key in (ECHO_REASON, "no number", "outside") if key in error)
+    return next(key for key in (ECHO_REASON, "no number", "outside", "several numbers") if key in error)
 
 
 def test_smollm2s_echoes_on_the_run_path_are_invalid_with_the_echo_reason() -> None:
@@ -229,7 +230,7 @@ def test_machine_letters_of_the_bandits() -> None:
     for text, expected in [(" F", 0), (" J", 1), (ask, f"!{ECHO_REASON}")]:
         _check(restless.parse(text), expected)
     for text, expected in [("65", 0.65), ("0.65", 0.65), ("5.", 0.5), ("-65", "!no confidence digits"),
-                           ("--- 65", "!no confidence digits"), ("65%", 0.65)]:
+                           ("--- 65", 0.65), ("65%", 0.65)]:  # a dash run is no sign, as in every parser
         _check(parse_decimal_digits(text, "confidence"), expected)
 
 

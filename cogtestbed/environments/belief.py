@@ -63,6 +63,7 @@ from cogtestbed.environments.bayesnets import (
     load_network,
 )
 from cogtestbed.environments.forms import PromptForm, standard_forms
+from cogtestbed.environments.parsing import normalize_numerals
 from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.belief import EXPERIMENT, SCHEMA
@@ -161,13 +162,15 @@ def parse_labelled(text: str | None, labels: tuple[str, ...]) -> ParseResult:
     """The paper's answer format (App. B): exactly ``len(labels)`` lines, line j exactly
     ``<label_j>: <number between 0 and 1>`` in the prompt's label order, no extra text.
 
-    Only surrounding whitespace (of the answer and of each line) is tolerated; anything else —
+    Digits are read as :func:`~cogtestbed.environments.parsing.normalize_numerals` writes them
+    (``No: ０．３０`` is 0.30).  Only surrounding whitespace (of the answer and of each line) is
+    tolerated; anything else —
     another label spelling or order, ``=`` for ``:``, a percent sign, an extra line, a number
     outside [0, 1] — is a failure whose reason names the first offending line.
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
-    lines = [line.strip() for line in text.strip().splitlines()]
+    lines = [line.strip() for line in normalize_numerals(text).strip().splitlines()]
     if len(lines) != len(labels):
         return ParseResult.failure(f"expected exactly {len(labels)} lines '<label>: <number between 0 and 1>', "
                                    f"got {len(lines)}")
@@ -201,7 +204,7 @@ def parse_decision(text: str | None) -> ParseResult:
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
-    lines = [line.strip() for line in text.strip().splitlines()]
+    lines = [line.strip() for line in normalize_numerals(text).strip().splitlines()]
     if len(lines) != 2:
         return ParseResult.failure(f"expected exactly 2 lines 'Can decide: Yes|No' and 'Decision: Yes|No', "
                                    f"got {len(lines)}")

@@ -12,12 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from cogtestbed.environments.base import ParseResult
-from cogtestbed.environments.parsing import ECHO_REASON, read_number, strip_echo
+from cogtestbed.environments.parsing import normalize_numerals, read_number
 
 _NUM = r"[-+]?(?:\d+(?:\.\d+)?|\.\d+)"
 _FULL = re.compile(rf"^\s*({_NUM})\s*%?\s*\.?\s*$")
-#: A number standing alone; its sign counts only where it is not the end of a dash run (issue 75).
-_ANY = re.compile(r"(?<![\w.])(?:(?<![-\w.])[-+])?(?<![\w.])(?:\d+(?:\.\d+)?|\.\d+)(?![\w])")
 _RESPONSE = re.compile(r"<response>(.*?)</response>", re.DOTALL | re.IGNORECASE)
 _FIELD = re.compile(r"<(\w+?)>(.*?)</\1>", re.DOTALL)
 
@@ -46,6 +44,8 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
                  sources: tuple[str, ...] = ()) -> tuple[float | None, str | None]:
     """A single rating in [0, 100] from ``text``: (value, None) or (None, reason).
 
+    Digits and separators are made ASCII first
+    (:func:`~cogtestbed.environments.parsing.normalize_numerals`: ``７０`` and ``٧٠`` are 70).
     Accepted: the whole answer is one number (integer or decimal, optional ``%`` and final
     period); else the last non-empty line is one number (reasoning followed by the answer);
     else (not ``strict``) a labelled answer ("Answer: 72", which wins over the prompt's "0 to 100"
@@ -59,7 +59,7 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
     """
     if text is None or not str(text).strip():
         return None, "empty answer"
-    s = str(text).strip()
+    s = normalize_numerals(str(text).strip())
     if s.lower().startswith("error"):
         return None, f"answer is an error message: {s[:60]!r}"
     candidates = [s]
@@ -78,24 +78,16 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
 
 
 def _loose_number(s: str, probability_answers: str, sources: tuple[str, ...]) -> tuple[float | None, str | None]:
-    """:func:`parse_number` past its strict forms: a labelled answer, else the one number left once
-    the echoes of ``sources`` are set aside."""
+    """:func:`parse_number` past its strict forms: the answer's one number as
+    :func:`~cogtestbed.environments.parsing.read_number` reads it (a labelled answer, else the one
+    number left once the echoes of ``sources`` are set aside)."""
     if re.fullmatch(r"\s*\d+,\d+\s*%?\s*", s):
         return None, f"decimal comma in {s[:60]!r}; expected a number such as 72.5"
     read = read_number(s, sources)
-    if read.labelled:
-        err = None if read.value is None else _check_range(read.value, read.text, probability_answers)
-        return (read.value, None) if read.value is not None and err is None else (None, err or read.reason)
-    own, echoed = strip_echo(s, sources)
-    numbers = _ANY.findall(own)
-    if not numbers:
-        return None, f"{ECHO_REASON} ({s[:40]!r})" if echoed else f"no number in answer {s[:60]!r}"
-    if len(numbers) > 1:
-        shown = ", ".join(numbers[:4])
-        return None, f"several numbers ({shown}{', ...' if len(numbers) > 4 else ''}) in a numeric answer"
-    value = float(numbers[0])
-    err = _check_range(value, numbers[0], probability_answers)
-    return (None, err) if err else (value, None)
+    if read.value is None:
+        return None, read.reason
+    err = _check_range(read.value, read.text, probability_answers)
+    return (None, err) if err else (read.value, None)
 
 
 def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept",

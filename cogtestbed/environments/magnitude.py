@@ -198,8 +198,8 @@ class MagnitudeDesign(Design, AdaptiveFields):
       segments; dialogue from the documented speaking-rate model, or AMI extracts
       (``duration_corpus``: a directory of AMI ``*.words.xml`` files);
     * block order fixed: task, condition, modality, range (each block an independent context);
-    * parsing: :func:`parse_magnitude` (the first number in the answer, as the paper reads it, but a
-      labelled answer first and echoes of the stimulus never, issue 75); it must lie in the task's
+    * parsing: :func:`parse_magnitude` (the answer's one number, a labelled answer first, echoes of
+      the stimulus never, several numbers never, digits of any script as ASCII); it must lie in the task's
       valid range; "30%" reads as 0.30 for unit-interval tasks; anything else is invalid with a reason.
     """
 
@@ -415,14 +415,13 @@ def parse_magnitude(text: str, task: str, sources: tuple[str, ...] = ()) -> Pars
     """The answer's number, if it lies in the task's valid range (else a reason).
 
     BayesBench asks for "only the final numeric estimate (with minimal text if necessary)" (Ma et al.
-    2025, App. A.2.2) and states no parsing rule; this project's default is the first number of the
-    answer (BayesBench's "first number" as this project read it before issue 75).  It departs from
-    that rule where the paper's models did not go (issue 75: SmolLM2-135M echoes the ASCII picture
-    it was shown): the number is read by
-    :func:`~cogtestbed.environments.parsing.read_number` — a labelled answer ("Answer: 0.3") wins
-    over earlier numbers; an echoed picture or a line of the stimulus or instructions (``sources``)
-    is no answer (only an echo: invalid, "the answer repeats the stimulus"); a dash run is no minus
-    sign.  Then "30%" is 0.30 for unit-interval tasks, a duration in minutes or milliseconds is
+    2025, App. A.2.2) and states no parsing rule; this project reads the answer's one number with
+    :func:`~cogtestbed.environments.parsing.read_number`, as every experiment does: digits of any
+    script are read as ASCII (``０．３５`` is 0.35); a labelled answer ("Answer: 0.3") wins over
+    earlier numbers; an echoed picture or a line of the stimulus or instructions (``sources``) is no
+    answer (only an echo: invalid, "the answer repeats the stimulus"; SmolLM2-135M echoes the ASCII
+    picture it was shown); several numbers (``1. 0.52``, ``1 min 30 s``) are no answer; a dash run is
+    no minus sign.  Then "30%" is 0.30 for unit-interval tasks, a duration in minutes or milliseconds is
     converted to seconds, and the value must lie in the task's valid range.
     """
     spec = TASKS[task]

@@ -9,6 +9,7 @@ parsers never do.  Every parser first cuts a completion that runs on into a new 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from cogtestbed.environments.base import ParseResult
 
@@ -23,7 +24,30 @@ _LEADING_LETTER = re.compile(r"^\s*([A-Z])(?=[\s.,;:!)]|$)")
 #: Receive ..."`` is read as option 1 (this project's choice; the paper's completion models continue
 #: the prefix with the number itself).
 _OPTION_NUMBER = re.compile(r"^[\s\W]*(?:(?:A:\s*)?I\s+prefer\s+)?(?:option\s*)?([12])(?!\d)", re.IGNORECASE)
-_DECIMALS = re.compile(r"^\s*(?:0?\.(?=\d))?(\d+)")
+
+
+#: Fullwidth forms of ASCII (U+FF01–U+FF5E: ``０．３５``, ``％``, ``：``, ``Ｆ``) and the ideographic
+#: space, then the Arabic decimal and thousands separators and percent sign, as ASCII.
+_NUMERALS = str.maketrans({**{chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)}, "\u3000": " ",
+                           "\u066b": ".", "\u066c": ",", "\u066a": "%"})
+#: Any Unicode decimal digit (category ``Nd``: ``٣``, ``७``, ``３``).
+_UNICODE_DIGIT = re.compile(r"\d")
+
+
+def normalize_numerals(text: str) -> str:
+    """``text`` with its numbers written in ASCII, the one place every answer parser reads digits.
+
+    Every Unicode decimal digit (category ``Nd``: full-width ``３``, Arabic-Indic ``٣``, Devanagari
+    ``३`` …) becomes its ASCII digit; the full-width forms of ASCII (``．`` FULLWIDTH FULL STOP,
+    ``，``, ``％``, ``－``, ``：``, full-width letters) become ASCII; ``٫`` ARABIC DECIMAL SEPARATOR is a
+    decimal point, ``٬`` ARABIC THOUSANDS SEPARATOR a comma and ``٪`` a percent sign.  So ``０．３５``
+    and ``٠٫٣٥`` read 0.35, and a comma keeps the rules of ``,`` (``１，２５０`` is 1250 where
+    thousands are accepted; ``０，３５`` is a decimal comma, refused).  Nothing else changes
+    (superscripts and fractions such as ``²`` and ``½`` are no digits)."""
+    if text.isascii():
+        return text
+    digits = _UNICODE_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(0))), text)
+    return digits.translate(_NUMERALS)
 
 
 def cut_new_turn(text: str) -> str:
@@ -38,7 +62,7 @@ def parse_machine(text: str | None, letters: tuple[str, ...], absent: str = "doe
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
-    text = cut_new_turn(text)
+    text = normalize_numerals(cut_new_turn(text))
     named = {m.upper() for m in _MACHINE.findall(text)}
     if not named:
         bare = _BARE_LETTER.match(text) or _offered_leading_letter(text, letters)
@@ -73,6 +97,7 @@ def parse_option_letter(text: str | None, options: tuple[str, ...], noun: str) -
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
+    text = normalize_numerals(text)
     found = {m.upper() for m in _LETTER.findall(text)}
     offered = found & set(options)
     if len(offered) > 1:
@@ -91,26 +116,38 @@ def parse_option_number(text: str | None) -> ParseResult:
     a restated ``"I prefer option 2."``); the action is the option number minus one."""
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
-    m = _OPTION_NUMBER.match(text)
+    m = _OPTION_NUMBER.match(normalize_numerals(text))
     if m is None:
         return ParseResult.failure(f"no option 1 or 2 at the start of {text.strip()[:40]!r}")
     return ParseResult.success(int(m.group(1)) - 1)
 
 
 def parse_decimal_digits(text: str | None, what: str = "probability") -> ParseResult:
-    """Read the digits completing an answer prefix that ends in ``"0."`` as a number in [0, 1).
+    """Read the digits completing an answer prefix that ends in ``"0."`` as a number in [0, 1].
 
-    ``"33"`` → 0.33, ``"5"`` → 0.5, ``"07."`` → 0.07; a restated ``"0.33"`` is read as 0.33
-    (CogBench strips ``"0."`` for the same reason).  Anything after the digits is ignored; a
-    completion that continues into a new ``"Q:"`` turn is cut there first.  No digits → failure.
+    The answer's one number is read by :func:`read_number` (so ``"１．５"``, an enumeration ``"1. 52"``
+    and several numbers are never digits): digits alone are the decimals, ``"33"`` → 0.33, ``"5"`` →
+    0.5, ``"07."`` → 0.07; a restated ``"0.33"`` or ``".33"`` is read as 0.33 (CogBench strips
+    ``"0."`` for the same reason); a percentage ``"65%"`` is 0.65.  A completion that continues into
+    a new ``"Q:"`` turn is cut there first.  Anything else (no number, a sign, a number of 1 or more
+    with decimals, a thousands separator or exponent) is a failure with its reason.
     """
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
     head = cut_new_turn(text)
-    match = _DECIMALS.match(head)
-    if match is None:
-        return ParseResult.failure(f"no {what} digits found in {head.strip()[:40]!r} (expected e.g. '35')")
-    return ParseResult.success(float("0." + match.group(1)))
+    read = read_number(head)
+    shown = head.strip()[:40]
+    if read.value is None:
+        return ParseResult.failure(f"no {what} digits found in {shown!r} ({read.reason}; expected e.g. '35')")
+    written = read.text.rstrip("% ")
+    if read.percent and re.fullmatch(r"\d+(?:\.\d+)?", written) and read.value <= 100.0:
+        return ParseResult.success(read.value / 100.0)
+    if not read.percent and re.fullmatch(r"\d+", written):
+        return ParseResult.success(float("0." + written))
+    if not read.percent and re.fullmatch(r"0?\.\d+", written):
+        return ParseResult.success(read.value)
+    return ParseResult.failure(f"no {what} digits found in {shown!r} ({read.text} is not the digits of a number "
+                               f"in [0, 1]; expected e.g. '35')")
 
 
 # ----------------------------------------------------------------------------- numbers (issue 75)
@@ -208,19 +245,25 @@ def _number(m: re.Match[str], rest: str, labelled: bool = False) -> NumberRead:
 
 
 def read_number(text: str | None, sources: tuple[str, ...] = ()) -> NumberRead:
-    """The number an answer gives, read as its author meant it (issue 75).
+    """The one number an answer gives, read as its author meant it: every experiment's answer
+    parser reads its numbers here.
 
-    1. A labelled answer ("Answer: 0.3", "My estimate is 0.3") wins over every other number; several
+    1. Digits and separators are made ASCII first (:func:`normalize_numerals`: ``０．３５`` and
+       ``٠٫٣٥`` are 0.35).
+    2. A labelled answer ("Answer: 0.3", "My estimate is 0.3") wins over every other number; several
        labelled answers that disagree are ambiguous (a failure).
-    2. Else what repeats the stimulus is set aside (:func:`strip_echo`: ASCII pictures, and lines or
-       sentences found verbatim in ``sources``) and the first remaining number is the answer; an
-       answer whose only numbers were echoed fails with :data:`ECHO_REASON`.
-    3. A sign counts only where it touches the number and is not part of a run of dashes
+    3. Else what repeats the stimulus is set aside (:func:`strip_echo`: ASCII pictures, and lines or
+       sentences found verbatim in ``sources``) and exactly one number must remain: an answer whose
+       only numbers were echoed fails with :data:`ECHO_REASON`, and several numbers fail ("several
+       numbers"): an enumeration ``1. 0.52``, a restated history ``Estimate 1: 0.4, Estimate 2: 0.5``,
+       a range ``0.2-0.3`` or a compound ``1 min 30 s`` is never read as one of its numbers.
+    4. A sign counts only where it touches the number and is not part of a run of dashes
        (``|-----0---|`` is no −0, ``- 0.3`` is a bulleted 0.3); ``1,250`` is 1250; a decimal comma
        (``0,35``) is a failure, not 0 or 35.
     """
     if text is None or not text.strip():
         return NumberRead(None, "empty answer")
+    text = normalize_numerals(text)
     labelled = []
     for lab in _LABEL.finditer(text):
         m = _SIGNED.match(text, lab.end())
@@ -232,13 +275,17 @@ def read_number(text: str | None, sources: tuple[str, ...] = ()) -> NumberRead:
             shown = ", ".join(r.text for r in labelled)
             return NumberRead(None, f"several labelled answers ({shown})")
         return labelled[0]
-    rest, echoed = strip_echo(text, sources)
-    m = _SIGNED.search(rest)
-    if m is None:
+    rest, echoed = strip_echo(text, tuple(normalize_numerals(s) for s in sources))
+    found = list(_SIGNED.finditer(rest))
+    if not found:
         if echoed:
             return NumberRead(None, f"{ECHO_REASON} ({' '.join(text.split())[:40]!r})")
         return NumberRead(None, f"no number in the answer {text.strip()[:40]!r}")
-    return _number(m, rest)
+    first = _number(found[0], rest)
+    if first.value is None or len(found) == 1:
+        return first
+    shown = ", ".join(m.group(0).strip() for m in found[:4]) + (", ..." if len(found) > 4 else "")
+    return NumberRead(None, f"several numbers ({shown}) in the answer; expected one number")
 
 
 def echo_of_prompt(text: str | None, prompt: str, options: tuple[str, ...]) -> ParseResult | None:

@@ -18,7 +18,7 @@ narrower probability sets (informative likelihood .7/.8/.9 with prior .5/.6 and 
 
 Response: the completion after ``"... to be 0."``, read as the decimals of a probability (two
 digits in CogBench, ``max_tokens = 2``).  The parser never substitutes a random number (CogBench
-does): an answer without digits is invalid, with its reason.
+does): an answer without digits, or with several numbers, is invalid, with its reason.
 
 Trial-table stimulus columns: ``trial_type`` (``"likelihood"`` or ``"prior"``: which side is
 informative), ``informative_lh`` (CogBench's boolean), ``left_label`` (F or J), ``prior``

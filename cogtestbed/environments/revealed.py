@@ -62,7 +62,7 @@ from cogtestbed.environments.base import (
 )
 from cogtestbed.environments.draws import permute_rows
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import echo_of_prompt
+from cogtestbed.environments.parsing import echo_of_prompt, normalize_numerals
 from cogtestbed.environments.revealed_items import (
     MARKED_LABELS,
     MAX_OUTCOMES,
@@ -259,6 +259,7 @@ _BARE_RE = re.compile(r"^\W*([A-E])\b")
 
 def parse_mcq(text: str) -> ParseResult:
     """The option in "[C]" (first bracketed letter), else a leading bare letter "C)"."""
+    text = normalize_numerals(text)
     m = _MCQ_RE.search(text) or _BARE_RE.search(text.strip())
     if m is None:
         return ParseResult.failure(f"no answer [A]-[E] in {text[:40]!r}")
@@ -268,7 +269,7 @@ def parse_mcq(text: str) -> ParseResult:
 def parse_outcome(text: str, labels: tuple[str, ...]) -> ParseResult:
     """A sampled RevB completion → outcome index: its first word must be a label (the longest
     match wins, so "10" is not read as "1")."""
-    m = re.match(r"\s*([A-Za-z]+|\d+)", text)
+    m = re.match(r"\s*([A-Za-z]+|\d+)", normalize_numerals(text))
     if m is None or m.group(1) not in labels:
         return ParseResult.failure(f"completion {text[:20]!r} starts with no outcome of {', '.join(labels)}")
     return ParseResult.success(labels.index(m.group(1)))

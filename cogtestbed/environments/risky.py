@@ -46,7 +46,7 @@ from pydantic import Field, field_validator, model_validator
 from cogtestbed.environments.adaptive import DESIGN_COLUMN, AdaptiveFields, chooser_for, is_adaptive
 from cogtestbed.environments.base import Design, Outcomes, ParseResult, Phase, Sessions, TextEnv
 from cogtestbed.environments.forms import PromptForm, standard_forms
-from cogtestbed.environments.parsing import cut_new_turn, echo_of_prompt, parse_option_letter
+from cogtestbed.environments.parsing import cut_new_turn, echo_of_prompt, normalize_numerals, parse_option_letter
 from cogtestbed.errors import InputError
 from cogtestbed.schema import TrialSchema
 from cogtestbed.tables.risky import EXPERIMENT, OUTCOME_COLUMNS, SCHEMA
@@ -239,7 +239,7 @@ def parse_lottery(text: str | None, letters: tuple[str, str]) -> ParseResult:
     Never guesses: two offered letters, none, or one not offered fail with the reason."""
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
-    text = cut_new_turn(text)
+    text = normalize_numerals(cut_new_turn(text))
     cued = _CUED.match(text)
     named = {m.upper() for m in _NAMED.findall(text)}
     if cued is not None:

@@ -33,7 +33,7 @@ import numpy as np
 
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned
-from cogtestbed.validation.design.monitor_checks import check_monitor, statistic_bounds
+from cogtestbed.validation.design.monitor_checks import check_monitor, sealed, statistic_bounds
 from cogtestbed.validation.design.monitor_gs import GS_LOOKS
 from cogtestbed.validation.design.monitor_pools import (
     BATCHES,
@@ -290,9 +290,9 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
               "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
               "lapse_fit": spec.lapse_fit, "bounds": list(mon["bounds"]), "level": mon["level"], "cap": cap,
               "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0),
-              "symmetry_scale": mon.get("symmetry_scale")}
+              "symmetry_scale": mon.get("symmetry_scale"), "outside": "stop"}
     kept = {k: v for k, v in run.items() if k != "sequential"}  # the run executes the monitor, not the looks
-    return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
+    return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": sealed(design)}
 
 
 def monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:

@@ -59,12 +59,17 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
     without it, else ``continue``)."""
     from cogtestbed.validation.design.eprocess import monitor_path
 
+    from cogtestbed.validation.design.monitor_checks import checked_observation
+
     lo, hi = (float(b) for b in design["bounds"])
+    observations = [checked_observation(design, float(x), i) for i, x in enumerate(observations, 1)]
     path = monitor_path(list(observations), lo, hi, 0.0, float(design["level"]),
                         planned=design.get("planned_bet"), halfwidth=float(design.get("halfwidth") or 0.0),
                         scale=design.get("symmetry_scale"))
     out = []
     for obs, st in zip(observations, path, strict=True):
+        if not math.isfinite(st.e_value):
+            raise InputError(f"the monitor's e-value at subject {st.subjects} is not a number: the run stops")
         decision = "efficacy" if st.rejected else "futility" if st.subjects >= int(design["cap"]) else "continue"
         out.append({"subject": st.subjects, "observation": None if not math.isfinite(obs) else float(obs),
                     "e_value": st.e_value, "lower": _num(st.lower), "upper": _num(st.upper),
@@ -103,7 +108,9 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
     from dataclasses import replace
 
     from cogtestbed.registry import get_experiment, read_trials
+    from cogtestbed.validation.design.monitor_checks import checked_monitor
 
+    design = checked_monitor(design, "the plan's monitor")  # before the first call
     exp = get_experiment(request.experiment)
     out: Path = request.output
     done = recorded_steps(out) if request.resume else []
@@ -152,7 +159,9 @@ def replay_monitor(run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
     re-fitted): each step with the recorded values beside it, ``reproduced`` and ``differs``; whether all are."""
     from cogtestbed.registry import get_experiment, read_trials
 
-    design = json.loads((run_dir / MONITOR_DESIGN).read_text())
+    from cogtestbed.validation.design.monitor_checks import checked_monitor
+
+    design = checked_monitor(json.loads((run_dir / MONITOR_DESIGN).read_text()), str(run_dir / MONITOR_DESIGN))
     recorded = recorded_steps(run_dir)
     if not recorded:
         raise InputError(f"{run_dir} records no monitored step yet ({MONITOR_FILE} empty or missing)")

@@ -58,7 +58,6 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
     sequence, the estimate and the decision (``efficacy`` once ``K_t ≥ 1/α``, ``futility`` at the cap
     without it, else ``continue``)."""
     from cogtestbed.validation.design.eprocess import monitor_path
-
     from cogtestbed.validation.design.monitor_checks import checked_observation
 
     lo, hi = (float(b) for b in design["bounds"])
@@ -158,7 +157,6 @@ def replay_monitor(run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
     """Every recorded step of the monitored run in ``run_dir`` recomputed from its trial table (every subject
     re-fitted): each step with the recorded values beside it, ``reproduced`` and ``differs``; whether all are."""
     from cogtestbed.registry import get_experiment, read_trials
-
     from cogtestbed.validation.design.monitor_checks import checked_monitor
 
     design = checked_monitor(json.loads((run_dir / MONITOR_DESIGN).read_text()), str(run_dir / MONITOR_DESIGN))

@@ -81,10 +81,14 @@ def check_monitor(exp: Any, req: Any) -> None:
     statistic_bounds(model, name, effect_scale(model, name))
 
 
+#: What a run adds to a plan's monitor design when it records it (not the plan's content: outside its digest).
+RUN_FIELDS = ("digest", "llms", "run_dirs")
+
+
 def monitor_digest(design: Mapping[str, Any]) -> str:
-    """The SHA-256 of a monitor design's own content (every field but ``digest``, keys sorted): a plan
+    """The SHA-256 of a monitor design's own content (every field but :data:`RUN_FIELDS`, keys sorted): a plan
     writes it beside the design and a run refuses a design whose content no longer matches it."""
-    body = {k: v for k, v in design.items() if k != "digest"}
+    body = {k: v for k, v in design.items() if k not in RUN_FIELDS}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -121,17 +125,20 @@ def checked_monitor(design: Any, where: str) -> dict[str, Any]:
     cap = design.get("cap")
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
         raise InputError(f"{where}.cap must be a whole number >= 1, got {cap!r}")
-    bounds = design.get("bounds")
-    if not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+    bounds, scale = design.get("bounds"), design.get("symmetry_scale")
+    if bounds is None and scale is not None:  # the symmetry test needs no bounds (a metric's pair differences)
+        bounds = [-math.inf, math.inf]
+    elif not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
         raise InputError(f"{where}.bounds must be two numbers [lo, hi], got {bounds!r}")
-    lo, hi = (_finite({"bounds": b}, "bounds", where) for b in bounds)
+    else:
+        bounds = [_finite({"bounds": b}, "bounds", where) for b in bounds]
+    lo, hi = (float(b) for b in bounds)
     if not lo < hi:
         raise InputError(f"{where}.bounds must have lo < hi, got [{lo:g}, {hi:g}]")
     width = _finite({"halfwidth": design.get("halfwidth") or 0.0}, "halfwidth", where)
     if not (width >= 0.0 and lo < -width and width < hi):
         raise InputError(f"{where}: the null interval 0 ± {width:g} must lie strictly inside the bounds "
                          f"[{lo:g}, {hi:g}] (halfwidth >= 0)")
-    scale = design.get("symmetry_scale")
     if scale is not None:
         _finite(design, "symmetry_scale", where)
         if not scale > 0:
@@ -159,6 +166,8 @@ def checked_observation(design: Mapping[str, Any], value: float, subject: int) -
     """A subject's statistic as the monitor takes it: inside the plan's bounds as it is (NaN: no estimate);
     outside, clipped to them where the plan's ``outside`` is ``clip``, else refused in one line (the e-process's
     validity rests on the bounds)."""
+    if design.get("bounds") is None:  # the symmetry test: any value
+        return value
     lo, hi = (float(b) for b in design["bounds"])
     if not math.isfinite(value) or lo <= value <= hi:
         return value
@@ -168,5 +177,5 @@ def checked_observation(design: Mapping[str, Any], value: float, subject: int) -
                      "the monitor stops (its e-value would not be valid there; `outside: clip` clips it)")
 
 
-__all__ = ["OUTSIDE", "check_monitor", "checked_monitor", "checked_observation", "monitor_digest", "sealed",
-           "statistic_bounds"]
+__all__ = ["OUTSIDE", "RUN_FIELDS", "check_monitor", "checked_monitor", "checked_observation", "monitor_digest",
+           "sealed", "statistic_bounds"]

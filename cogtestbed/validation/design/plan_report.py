@@ -452,6 +452,11 @@ def load_plan(path: Path) -> dict[str, Any]:
         raise InputError(f"`plan`: {path} is not JSON ({exc.msg})") from None
     if not isinstance(payload, dict) or payload.get("plan_version") != PLAN_VERSION or "run" not in payload:
         raise InputError(f"`plan`: {path} is not a cogtestbed plan (version {PLAN_VERSION})")
+    planned = payload.get("monitor")
+    if isinstance(planned, dict) and not (isinstance(payload["run"], dict) and payload["run"].get("monitor")):
+        why = planned.get("reason") or "its run section does not execute the monitor"
+        raise InputError(f"`plan`: {path} is a monitor plan that no run executes as planned ({why}); re-plan it, "
+                         "or plan the fixed design without `monitor`")
     return checked_run_section(payload["run"], path)
 
 

@@ -108,3 +108,80 @@ def test_a_monitor_plan_is_never_run_as_another_design(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err.strip()
     assert "is a monitor plan that no run executes as planned" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "fixed").exists()
+
+
+@pytest.mark.slow
+def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_after_kill9(tmp_path, server):
+    """The temporal-discounting score between two served models, monitored pair by pair: killed -9 after its
+    first recorded pair, resumed on the same path, replayed by ``looks``."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.monitor_checks import sealed
+    from cogtestbed.validation.design.plan_report import PLAN_VERSION
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    url, _ = server
+    exp = get_experiment("temporal-discounting")
+    monitor = sealed({"experiment": exp.name, "metric": "score", "metric_options": {}, "pairs": True,
+                      "bounds": None, "level": 0.05, "cap": 4, "planned_bet": 1.5, "halfwidth": 0.0,
+                      "symmetry_scale": 3.0, "outside": "stop"})
+    run = {"experiment": exp.name, "llms": ["openai:tiny-random", "openai:tiny-random-chat"], "subjects": 4,
+           "seed": 0, "design": design_for_trials(exp, None, {}).model_dump(mode="json"), "max_tokens": 4,
+           "temperature": 0.0, "reask": 0, "max_calls": None, "max_cost": None, "monitor": monitor}
+    (tmp_path / "plan").mkdir()
+    plan = tmp_path / "plan" / "plan.json"
+    plan.write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name, "run": run}))
+    out = tmp_path / "run"
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test", "COGTESTBED_CACHE": str(tmp_path / "cache.sqlite")}
+    args = ["run", "--monitor", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]
+    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (out / "monitor.jsonl").exists() and (out / "monitor.jsonl").read_text().count("\n") >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the run finished before it could be killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = _steps(out)
+    assert 1 <= len(before) < 4
+    done = subprocess.run([sys.executable, "-m", "cogtestbed", *args, "--resume"], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    after = _steps(out)
+    assert after[: len(before)] == before and [s["subject"] for s in after] == list(range(1, len(after) + 1))
+    assert after[-1]["decision"] in ("efficacy", "futility") and (len(after) == 4 or after[-1]["e_value"] >= 20)
+    checked = subprocess.run([sys.executable, "-m", "cogtestbed", "looks", str(out), "--json"], env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert checked.returncode == 0 and json.loads(checked.stdout)["reproduced"] is True
+
+
+@pytest.mark.parametrize(("experiment", "kind", "groups"), [
+    ("temporal-discounting", "metric-power", 1), ("instrumental-learning", "power", 2),
+    ("instrumental-learning", "power", 1)])
+def test_a_planned_monitor_is_written_for_the_run_that_executes_it(experiment, kind, groups):
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.monitor_checks import checked_monitor, monitor_digest
+    from cogtestbed.validation.design.monitor_kind import run_settings
+    from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
+
+    exp = get_experiment(experiment)
+    decl = next(d for _, d in declared_studies(exp) if d.kind == kind)
+    spec = spec_from_decl(exp, decl, reps=1) if kind == "metric-power" else \
+        spec_from_decl(exp, decl, reps=1, groups=groups)
+    pairs = kind == "metric-power" or groups == 2
+    mon = {"cap": 7, "bounds": None if kind == "metric-power" else [-1.0, 1.0], "level": 0.05, "planned_bet": 1.2,
+           "halfwidth": 0.0 if pairs else 0.03, "symmetry_scale": 2.0 if pairs else None}
+    run = run_settings({"subjects": 5, "max_calls": 50, "llms": ["a", "b"] if pairs else ["a"]}, mon, spec,
+                       {"subjects": 10})
+    design = run["monitor"]
+    assert run["subjects"] == 7 and run["max_calls"] == 70  # each LLM's calls per session, times the cap
+    assert design["pairs"] is pairs and design["digest"] == monitor_digest(design)
+    assert checked_monitor(design, "run.monitor") == design
+    assert (design.get("metric") == "score") is (kind == "metric-power")

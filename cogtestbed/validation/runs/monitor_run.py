@@ -1,10 +1,15 @@
-"""A monitored run (issue 74): ``run --monitor PLAN`` (or ``run --plan PLAN``) of a ``plan --monitor`` plan
-plays one subject at a time, and after each fits that subject (the plan's per-subject MLE of the effect, on
-its scale, less its null value), updates the betting e-process and its confidence sequence
+"""A monitored run: ``run --monitor PLAN`` (or ``run --plan PLAN``) of a ``plan --monitor`` plan buys one unit
+at a time — one LLM: a subject (:func:`run_monitored`), fitted as the plan simulated it (the per-subject MLE
+of the effect, on its scale, less its null value); two LLMs: a pair, one session of each
+(:func:`run_monitored_pair`), whose statistic is the second LLM's value less the first's (a parameter's MLE or
+a metric's per-unit value).  After each it updates the betting e-process and its confidence sequence
 (:func:`~cogtestbed.validation.design.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and
-stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  ``--resume`` goes on from
-the last recorded step (the run's own resume finishes a subject a kill interrupted); ``cogtestbed looks RUN``
-re-fits every subject from the trial table and recomputes every step (:func:`replay_monitor`).
+stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  The plan's monitor is
+checked in full before the first call (:func:`~cogtestbed.validation.design.monitor_checks.checked_monitor`:
+its digest, level, cap, bounds, null and bet), and a statistic outside its bounds is clipped or stops the run
+as the plan declares.  ``--resume`` goes on from the last recorded step (each run's own resume finishes a
+session a kill interrupted); ``cogtestbed looks RUN`` recomputes every step from the trial table(s)
+(:func:`replay_monitor`).
 """
 
 from __future__ import annotations

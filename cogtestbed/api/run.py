@@ -490,7 +490,8 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
     (one run directory each under ``output`` and ``paired.json``: a :class:`PairedRun`); ``plan`` a
     ``plan.json`` of :func:`cogtestbed.plan` (its experiment, design, subjects, seed, settings and
     limits, and its LLMs where ``llm`` is left out; a sequential plan runs look by look, appending
-    each look to ``looks.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items).
+    each look to ``looks.jsonl``; a monitor plan unit by unit, two LLMs pair by pair, appending each step
+    to ``monitor.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items).
     Returns the run's result (``.trials``, ``.stats``, ``.status``: ``complete`` or ``stopped`` by the
     budget; None where a sequential run had already stopped), or with ``dry_run`` the calls, tokens and
     cost it would take (a list: one per LLM)."""

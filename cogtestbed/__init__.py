@@ -81,6 +81,8 @@ _PUBLIC: dict[str, str] = {
     "PairedRun": "cogtestbed.api.run",
     "looks": "cogtestbed.api.looks",
     "LookReplay": "cogtestbed.api.looks",
+    "monitor": "cogtestbed.api.monitor",
+    "MonitorPath": "cogtestbed.api.monitor",
     "transcript_nll": "cogtestbed.api.transcripts",
     "participant_nll": "cogtestbed.api.transcripts",
     "heldout_nll": "cogtestbed.api.transcripts",
@@ -105,6 +107,7 @@ __all__ = [
     "plot_recovery", "power", "recover", "run", "sbc", "simulate", "simulate_file", "study", "transcript_nll",
     "transcript_table", "true_parameters", "validate",
     "Population", "build_population", "population", "population_from_fit", "populations",
+    "MonitorPath", "monitor",
 ]
 
 if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors
@@ -116,6 +119,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.api.fitting import fit_and_save
     from cogtestbed.api.form_plan import plan_forms
     from cogtestbed.api.looks import LookReplay, looks
+    from cogtestbed.api.monitor import MonitorPath, monitor
     from cogtestbed.api.phenotype import Phenotype, phenotype
     from cogtestbed.api.plan import Plan, plan
     from cogtestbed.api.population import build_population, population, population_from_fit, populations

@@ -17,15 +17,17 @@ import pytest
 from cogtestbed.cli import run_cli
 
 
-def _plan(path: Path, cap: int, null_value: float, bounds: tuple[float, float]) -> Path:
+def _plan(path: Path, cap: int, null_value: float, bounds: tuple[float, float],
+          extra: dict[str, Any] | None = None) -> Path:
     from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.design.monitor_checks import sealed
     from cogtestbed.validation.design.plan_report import PLAN_VERSION
     from cogtestbed.validation.studies.study_data import design_for_trials
 
     exp = get_experiment("instrumental-learning")
-    monitor = {"experiment": exp.name, "model": "rw-pm", "effect": "optimism_bias", "scale": "natural",
-               "null_value": null_value, "lapse_fit": None, "bounds": list(bounds), "level": 0.05, "cap": cap,
-               "planned_bet": None}
+    monitor = sealed({"experiment": exp.name, "model": "rw-pm", "effect": "optimism_bias", "scale": "natural",
+                      "null_value": null_value, "lapse_fit": None, "bounds": list(bounds), "level": 0.05, "cap": cap,
+                      "planned_bet": None, **(extra or {})})
     run = {"experiment": exp.name, "llms": ["openai:tiny-random"], "subjects": cap, "seed": 0,
            "design": design_for_trials(exp, 8, {}).model_dump(mode="json"), "max_tokens": 4, "temperature": 0.0,
            "reask": 0, "max_calls": None, "max_cost": None, "monitor": monitor}

@@ -61,3 +61,16 @@ def test_run_two_models_writes_a_paired_report(tmp_path):
     assert report["models"] == ["hf:tiny-random", "hf:tiny-random-chat"]
     assert report["metrics"]["chebyshev"]["n_pairs"] > 0 and "p_value" in report["metrics"]["staa_error"]
     assert "chebyshev" in proc.stderr
+
+
+def test_the_console_summary_names_each_model_beside_its_own_value():
+    from cogtestbed.validation.runs.paired import format_report
+
+    report = {"experiment": "temporal-discounting", "models": ["openai:gpt-4o", "openai:gpt-4o-mini"],
+              "paired_by": {"ids": ["subject"]},
+              "metrics": {"score": {"openai:gpt-4o": 0.25, "openai:gpt-4o-mini": 0.75, "mean_difference": 0.5,
+                                    "n_pairs": 4, "p_value": 0.125}}}
+    head, line = format_report(report).splitlines()
+    assert head.startswith("temporal-discounting: openai:gpt-4o vs openai:gpt-4o-mini")
+    assert "openai:gpt-4o 0.25 vs openai:gpt-4o-mini 0.75" in line
+    assert "mean difference openai:gpt-4o-mini - openai:gpt-4o +0.5 over 4 pairs" in line

@@ -16,8 +16,8 @@ from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
 from cogtestbed.validation.runs.looks import REDERIVED, recorded_looks
 
-__all__ = ["REDERIVED", "LookReplay", "looks", "recorded_looks", "run_monitored", "run_sequential",
-           "run_sequential_pair"]
+__all__ = ["REDERIVED", "LookReplay", "looks", "recorded_looks", "run_monitored", "run_monitored_pair",
+           "run_sequential", "run_sequential_pair"]
 
 
 def _say(line: str) -> None:
@@ -47,6 +47,15 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
     from cogtestbed.validation.runs.monitor_run import run_monitored as run
 
     return run(request, design, execute_run, _say)
+
+
+def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, Any],
+                       execute_run: Callable[[Any], Any]) -> Any:
+    """A monitored plan of two LLMs in ``output``, pair by pair
+    (:func:`cogtestbed.validation.runs.monitor_run.run_monitored_pair`), each step said on stderr."""
+    from cogtestbed.validation.runs.monitor_run import run_monitored_pair as run
+
+    return run(requests, output, design, execute_run, _say)
 
 
 @dataclass

@@ -498,7 +498,8 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
     (one run directory each under ``output`` and ``paired.json``: a :class:`PairedRun`); ``plan`` a
     ``plan.json`` of :func:`cogtestbed.plan` (its experiment, design, subjects, seed, settings and
     limits, and its LLMs where ``llm`` is left out; a sequential plan runs look by look, appending
-    each look to ``looks.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items).
+    each look to ``looks.jsonl``; a monitor plan unit by unit, two LLMs pair by pair, appending each step
+    to ``monitor.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items).
     Returns the run's result (``.trials``, ``.stats``, ``.status``: ``complete`` or ``stopped`` by the
     budget; None where a sequential run had already stopped), or with ``dry_run`` the calls, tokens and
     cost it would take (a list: one per LLM)."""
@@ -515,11 +516,36 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
     items = [f"{k}={v}" for k, v in design.items()] if isinstance(design, Mapping) else list(design or [])
     opts = {**flat(req), "experiment": name, "plan": plan_path, "design": items, "request": request_block(req)}
     output = Path(req.output)
+    monitored = None if plan_path is None else _monitor_pairs(plan_path)
+    if monitored is not None and monitored != (len(llms) == 2):
+        raise InputError(f"`plan`: {plan_path} monitors " + ("pairs of two LLMs' units: run it with both LLMs"
+                                                             if monitored else "one LLM: run it with one `llm`"))
     if len(llms) != 1:
         if plan_path is not None and not req.budget.dry_run and _sequential_kind(plan_path) == "metric-power":
             return _run_sequential_pair(llms, output, opts)
+        if monitored and not req.budget.dry_run:
+            return _run_monitored_pair(llms, output, opts)
         return _run_paired(llms, output, opts)
     return _run_one(llms[0], output, opts)
+
+
+def _monitor_pairs(plan: Path) -> bool | None:
+    """Whether a plan's monitor compares two LLMs pair by pair (None: the plan monitors nothing)."""
+    from cogtestbed.validation.design.plan_report import load_plan
+
+    mon = load_plan(plan).get("monitor")
+    return None if mon is None else bool(mon.get("pairs"))
+
+
+def _run_monitored_pair(llms: list[str], output: Path, opts: dict[str, Any]) -> Any:
+    """A monitored plan of two LLMs, pair by pair (:func:`cogtestbed.api.looks.run_monitored_pair`)."""
+    from cogtestbed.api.looks import run_monitored_pair
+
+    _two_llms(llms)
+    pairs = [planned_request(llm, model_dir(output, i, llm), opts) for i, llm in enumerate(llms)]
+    settings = pairs[0][1]
+    assert settings is not None
+    return run_monitored_pair([r for r, _ in pairs], output, dict(settings["monitor"]), execute_run)
 
 
 def _run_one(llm: str, output: Path, opts: dict[str, Any]) -> Any:

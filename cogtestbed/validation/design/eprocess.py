@@ -193,22 +193,27 @@ def monitor_path(x: Sequence[float], lo: float, hi: float, null: float, alpha: f
     the ``planned`` bet; with ``scale``, the test of symmetry about ``null`` on :func:`symmetric_unit` instead,
     its null mean 1/2), the running (1 − α) confidence sequence ``{m: K_t(m) < 1/α}`` of the hedged process on
     a grid of ``grid`` means (intersected over time) and the estimate (mean of the observations so far).  The
-    same function the plan validates and the run records."""
-    y = rescale(np.asarray(x, float), lo, hi)
-    ms = np.linspace(0.0, 1.0, grid)[1:-1]
-    log_k = np.array([log_capital(y, float(m)) for m in ms]) if y.size else np.empty((ms.size, 0))
-    tested, m0, width = tested_scale(np.asarray(x, float) - null, lo - null, hi - null, halfwidth, scale)
+    same function the plan validates and the run records.  Unbounded values (``lo``, ``hi`` infinite) take the
+    symmetry test only, without a confidence sequence (``lower``, ``upper`` NaN)."""
+    xs = np.asarray(x, float)
+    bounded = bool(np.isfinite(lo) and np.isfinite(hi))
+    if not bounded and scale is None:
+        raise InputError(f"a betting e-process for the mean needs finite bounds lo < hi, got [{lo}, {hi}]")
+    y = rescale(xs, lo, hi) if bounded else np.where(np.isfinite(xs), 0.5, np.nan)
+    ms = np.linspace(0.0, 1.0, grid)[1:-1] if bounded else np.empty(0)
+    log_k = np.array([log_capital(y, float(m)) for m in ms]) if y.size and ms.size else np.empty((ms.size, y.size))
+    tested, m0, width = tested_scale(xs - null, lo - null, hi - null, halfwidth, scale)
     log_null = log_capital(tested, m0, planned=planned, halfwidth=width) if y.size else np.empty(0)
     inside = np.logical_and.accumulate(log_k < -np.log(alpha), axis=1)
     steps, rejected = [], False
     for t in range(y.size):
-        seen = y[: t + 1][np.isfinite(y[: t + 1])]
         keep = ms[inside[:, t]]
         lower = lo + (hi - lo) * float(keep.min()) if keep.size else float("nan")
         upper = lo + (hi - lo) * float(keep.max()) if keep.size else float("nan")
+        seen = xs[: t + 1][np.isfinite(xs[: t + 1])]
         rejected = rejected or bool(log_null[t] >= -np.log(alpha))
         steps.append(Step(t + 1, int(seen.size), float(np.exp(min(log_null[t], 700.0))), lower, upper,
-                          lo + (hi - lo) * float(seen.mean()) if seen.size else float("nan"), rejected))
+                          float(seen.mean()) if seen.size else float("nan"), rejected))
     return steps
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned
-from cogtestbed.validation.design.monitor_checks import check_monitor, statistic_bounds
+from cogtestbed.validation.design.monitor_checks import check_monitor, sealed, statistic_bounds
 from cogtestbed.validation.design.monitor_gs import GS_LOOKS
 from cogtestbed.validation.design.monitor_pools import (
     BATCHES,
@@ -272,30 +272,37 @@ def run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
         return Planned(payload, planned.size_name)
     payload["monitor"] = monitor_section(spec, chosen, req.target.power, req.sequential.monitor_sims, req.seed,
                                          ctx.say, group_sequential=req.sequential.looks is None)
-    if axis == "subjects" and spec.groups == 1 and isinstance(payload.get("run"), dict):
+    if isinstance(payload.get("run"), dict):
         payload["run"] = run_settings(payload["run"], payload["monitor"], spec, chosen)
     return Planned(payload, planned.size_name)
 
 
 def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
                  chosen: Mapping[str, Any]) -> dict[str, Any]:
-    """The plan's ``run`` section for a monitored run (one LLM): up to the cap's subjects, the calls limit
-    scaled to them, and the monitor (:mod:`cogtestbed.validation.runs.monitor_run`) under ``monitor`` (with
-    ``looks``, the group-sequential design stays in the payload for comparison; the run executes the monitor)."""
+    """The plan's ``run`` section for a monitored run: up to the cap's units per LLM (one LLM: subjects; two:
+    pairs, one unit of each LLM a step), each LLM's calls limit scaled to them, and the monitor
+    (:mod:`cogtestbed.validation.runs.monitor_run`) under ``monitor``, sealed with the digest of its content
+    (with ``looks``, the group-sequential design stays in the payload for comparison; the run executes the
+    monitor)."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.model_studies import effect_scale
 
-    model = get_experiment(spec.experiment).model(spec.models[0])
     cap = int(mon["cap"])
     calls = run.get("max_calls")
-    per = None if calls is None else math.ceil(int(calls) / int(chosen["subjects"]))
-    design = {"experiment": spec.experiment, "model": model.name, "effect": spec.effect,
-              "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
-              "lapse_fit": spec.lapse_fit, "bounds": list(mon["bounds"]), "level": mon["level"], "cap": cap,
-              "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0),
-              "symmetry_scale": mon.get("symmetry_scale")}
+    per = None if calls is None else math.ceil(int(calls) / max(int(run["subjects"]), 1))
+    rule = {"bounds": None if mon.get("bounds") is None else list(mon["bounds"]), "level": mon["level"], "cap": cap,
+            "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0),
+            "symmetry_scale": mon.get("symmetry_scale"), "outside": "stop"}
+    if getattr(spec, "metric", None) is not None:  # a metric difference: the units are pairs of sessions
+        design = {"experiment": spec.experiment, "metric": spec.metric,
+                  "metric_options": dict(spec.metric_options or {}), "pairs": True, **rule}
+    else:
+        model = get_experiment(spec.experiment).model(spec.models[0])
+        design = {"experiment": spec.experiment, "model": model.name, "effect": spec.effect,
+                  "scale": effect_scale(model, spec.effect), "null_value": _null(spec, model),
+                  "lapse_fit": spec.lapse_fit, "pairs": spec.groups == 2, **rule}
     kept = {k: v for k, v in run.items() if k != "sequential"}  # the run executes the monitor, not the looks
-    return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": design}
+    return {**kept, "subjects": cap, "max_calls": None if per is None else per * cap, "monitor": sealed(design)}
 
 
 def monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:

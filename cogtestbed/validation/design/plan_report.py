@@ -451,6 +451,11 @@ def load_plan(path: Path) -> dict[str, Any]:
         raise InputError(f"`plan`: {path} is not JSON ({exc.msg})") from None
     if not isinstance(payload, dict) or payload.get("plan_version") != PLAN_VERSION or "run" not in payload:
         raise InputError(f"`plan`: {path} is not a cogtestbed plan (version {PLAN_VERSION})")
+    planned = payload.get("monitor")
+    if isinstance(planned, dict) and not (isinstance(payload["run"], dict) and payload["run"].get("monitor")):
+        why = planned.get("reason") or "its run section does not execute the monitor"
+        raise InputError(f"`plan`: {path} is a monitor plan that no run executes as planned ({why}); re-plan it, "
+                         "or plan the fixed design without `monitor`")
     return checked_run_section(payload["run"], path)
 
 
@@ -472,6 +477,10 @@ def checked_run_section(run: Any, path: Path) -> dict[str, Any]:
         from cogtestbed.validation.design.seqpaths import checked_sequential
 
         out["sequential"] = checked_sequential(out["sequential"], f"--plan: {path}: run.sequential", out["subjects"])
+    if out.get("monitor") is not None:  # bounds, level, bet, null and digest checked before any call
+        from cogtestbed.validation.design.monitor_checks import checked_monitor
+
+        out["monitor"] = checked_monitor(out["monitor"], f"--plan: {path}: run.monitor")
     return out
 
 

@@ -1,10 +1,15 @@
-"""A monitored run (issue 74): ``run --monitor PLAN`` (or ``run --plan PLAN``) of a ``plan --monitor`` plan
-plays one subject at a time, and after each fits that subject (the plan's per-subject MLE of the effect, on
-its scale, less its null value), updates the betting e-process and its confidence sequence
+"""A monitored run: ``run --monitor PLAN`` (or ``run --plan PLAN``) of a ``plan --monitor`` plan buys one unit
+at a time — one LLM: a subject (:func:`run_monitored`), fitted as the plan simulated it (the per-subject MLE
+of the effect, on its scale, less its null value); two LLMs: a pair, one session of each
+(:func:`run_monitored_pair`), whose statistic is the second LLM's value less the first's (a parameter's MLE or
+a metric's per-unit value).  After each it updates the betting e-process and its confidence sequence
 (:func:`~cogtestbed.validation.design.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and
-stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  ``--resume`` goes on from
-the last recorded step (the run's own resume finishes a subject a kill interrupted); ``cogtestbed looks RUN``
-re-fits every subject from the trial table and recomputes every step (:func:`replay_monitor`).
+stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  The plan's monitor is
+checked in full before the first call (:func:`~cogtestbed.validation.design.monitor_checks.checked_monitor`:
+its digest, level, cap, bounds, null and bet), and a statistic outside its bounds is clipped or stops the run
+as the plan declares.  ``--resume`` goes on from the last recorded step (each run's own resume finishes a
+session a kill interrupted); ``cogtestbed looks RUN`` recomputes every step from the trial table(s)
+(:func:`replay_monitor`).
 """
 
 from __future__ import annotations
@@ -53,18 +58,48 @@ def subject_values(exp: Any, design: Mapping[str, Any], table: Any) -> dict[int,
     return out
 
 
+def unit_value(exp: Any, design: Mapping[str, Any], table: Any, unit: int) -> float:
+    """Unit ``unit``'s value in ``table`` (NaN: none): a metric difference's per-unit metric (the metric on
+    that session's own rows, as the plan's per-unit values), else the subject's statistic (:func:`subject_values`)."""
+    one = table[table["subject"] == unit]
+    if design.get("metric") is None:
+        return subject_values(exp, design, one).get(unit, math.nan)
+    from cogtestbed.validation.studies.metric_studies import comparison_result, metric_value
+
+    if one.empty or not one["valid"].any():
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            value = metric_value(comparison_result(exp, design["metric"], one, design.get("metric_options")),
+                                 design["metric"])
+        except (ValueError, ZeroDivisionError, FloatingPointError):
+            return math.nan
+    return value if math.isfinite(value) else math.nan
+
+
+def pair_value(exp: Any, design: Mapping[str, Any], tables: Sequence[Any], unit: int) -> float:
+    """A pair's statistic: the second LLM's unit less the first's (NaN where either has none)."""
+    a, b = (unit_value(exp, design, t, unit) for t in tables)
+    return b - a if math.isfinite(a) and math.isfinite(b) else math.nan
+
+
 def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict[str, Any]]:
     """Every step of the monitor on ``observations`` (in subject order): the e-value, the confidence
     sequence, the estimate and the decision (``efficacy`` once ``K_t ≥ 1/α``, ``futility`` at the cap
     without it, else ``continue``)."""
     from cogtestbed.validation.design.eprocess import monitor_path
+    from cogtestbed.validation.design.monitor_checks import checked_observation
 
-    lo, hi = (float(b) for b in design["bounds"])
+    lo, hi = (float(b) for b in design["bounds"] or (-math.inf, math.inf))
+    observations = [checked_observation(design, float(x), i) for i, x in enumerate(observations, 1)]
     path = monitor_path(list(observations), lo, hi, 0.0, float(design["level"]),
                         planned=design.get("planned_bet"), halfwidth=float(design.get("halfwidth") or 0.0),
                         scale=design.get("symmetry_scale"))
     out = []
     for obs, st in zip(observations, path, strict=True):
+        if not math.isfinite(st.e_value):
+            raise InputError(f"the monitor's e-value at subject {st.subjects} is not a number: the run stops")
         decision = "efficacy" if st.rejected else "futility" if st.subjects >= int(design["cap"]) else "continue"
         out.append({"subject": st.subjects, "observation": None if not math.isfinite(obs) else float(obs),
                     "e_value": st.e_value, "lower": _num(st.lower), "upper": _num(st.upper),
@@ -103,7 +138,9 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
     from dataclasses import replace
 
     from cogtestbed.registry import get_experiment, read_trials
+    from cogtestbed.validation.design.monitor_checks import checked_monitor
 
+    design = checked_monitor(design, "the plan's monitor")  # before the first call
     exp = get_experiment(request.experiment)
     out: Path = request.output
     done = recorded_steps(out) if request.resume else []
@@ -126,13 +163,64 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
         if n == 1:
             (out / MONITOR_DESIGN).write_text(json.dumps(design, indent=1) + "\n")
         table = read_trials(out / "trials.parquet", exp.name)
-        value = subject_values(exp, design, table[table["subject"] == n - 1]).get(n - 1, math.nan)
+        value = unit_value(exp, design, table, n - 1)
         observations.append(value)
         step = steps(design, observations)[-1]
         with (out / MONITOR_FILE).open("a") as fh:
             fh.write(json.dumps(step) + "\n")
         say(step_line(step))
         if step["decision"] != "continue":
+            result.status = "complete"
+            break
+    return result
+
+
+def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, Any],
+                       execute_run: Callable[[Any], Any], say: Say) -> Any:
+    """Play two LLMs' units pair by pair under the plan's monitor: at step ``n`` each LLM plays its ``n``-th
+    session (one run directory each, ``requests[i].output``, each under its own budget), the pair's statistic
+    (:func:`pair_value`, the second LLM's less the first's) is added to the e-process, the step appended to
+    ``output/``:data:`MONITOR_FILE`, and the run stops at the boundary or the cap.  A budget stop of either LLM
+    ends the invocation before the step is recorded; ``--resume`` continues it (each LLM's own resume finishes a
+    session a kill interrupted, from the cache)."""
+    from dataclasses import replace
+
+    from cogtestbed.llm_adapters.runs.rundir import CONFIG_FILE
+    from cogtestbed.registry import get_experiment, read_trials
+    from cogtestbed.validation.design.monitor_checks import checked_monitor
+
+    design = checked_monitor(design, "the plan's monitor")  # before the first call
+    resume = bool(requests[0].resume)
+    full = {**design, "llms": [r.llm for r in requests], "run_dirs": [r.output.name for r in requests]}
+    if resume and (output / MONITOR_DESIGN).exists() and json.loads((output / MONITOR_DESIGN).read_text()) != full:
+        raise InputError(f"{output / MONITOR_DESIGN}: this run was monitored under another plan or other LLMs; "
+                         "resume it with those")
+    if not resume and (output / MONITOR_FILE).exists():
+        raise InputError(f"{output} already holds a monitored run; pass `resume` to continue it")
+    done = recorded_steps(output) if resume else []
+    if done and done[-1]["decision"] != "continue":
+        say(f"the run stopped at pair {done[-1]['subject']} ({done[-1]['decision']}): nothing to resume")
+        return None
+    exp = get_experiment(design["experiment"])
+    output.mkdir(parents=True, exist_ok=True)
+    (output / MONITOR_DESIGN).write_text(json.dumps(full, indent=1) + "\n")
+    observations = [math.nan if s["observation"] is None else float(s["observation"]) for s in done]
+    result = None
+    for n in range(len(done) + 1, int(design["cap"]) + 1):
+        for req in requests:
+            again = (resume or n > 1) and (req.output / CONFIG_FILE).exists()
+            result = execute_run(replace(req, resume=again, limit=n,
+                                         add_budget=req.add_budget if n == len(done) + 1 else []))
+            if int(result.stats["subjects_complete"]) < n:  # this LLM's budget stopped it
+                return result
+        tables = [read_trials(r.output / "trials.parquet", exp.name) for r in requests]
+        observations.append(pair_value(exp, design, tables, n - 1))
+        step = steps(design, observations)[-1]
+        with (output / MONITOR_FILE).open("a") as fh:
+            fh.write(json.dumps(step) + "\n")
+        say("pair " + step_line(step).removeprefix("subject "))
+        if step["decision"] != "continue":
+            assert result is not None
             result.status = "complete"
             break
     return result
@@ -151,14 +239,20 @@ def replay_monitor(run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
     """Every recorded step of the monitored run in ``run_dir`` recomputed from its trial table (every subject
     re-fitted): each step with the recorded values beside it, ``reproduced`` and ``differs``; whether all are."""
     from cogtestbed.registry import get_experiment, read_trials
+    from cogtestbed.validation.design.monitor_checks import checked_monitor
 
-    design = json.loads((run_dir / MONITOR_DESIGN).read_text())
+    design = checked_monitor(json.loads((run_dir / MONITOR_DESIGN).read_text()), str(run_dir / MONITOR_DESIGN))
     recorded = recorded_steps(run_dir)
     if not recorded:
         raise InputError(f"{run_dir} records no monitored step yet ({MONITOR_FILE} empty or missing)")
     exp = get_experiment(design["experiment"])
-    values = subject_values(exp, design, read_trials(run_dir / "trials.parquet", exp.name))
-    again = steps(design, [values.get(i, math.nan) for i in range(len(recorded))])
+    if design.get("run_dirs"):  # two LLMs: each pair from both trial tables
+        tables = [read_trials(run_dir / name / "trials.parquet", exp.name) for name in design["run_dirs"]]
+        observed = [pair_value(exp, design, tables, i) for i in range(len(recorded))]
+    else:
+        table = read_trials(run_dir / "trials.parquet", exp.name)
+        observed = [unit_value(exp, design, table, i) for i in range(len(recorded))]
+    again = steps(design, observed)
     rows, ok = [], True
     for rec, new in zip(recorded, again, strict=True):
         differs = [k for k in REDERIVED if not _close(new.get(k), rec.get(k))]
@@ -178,5 +272,5 @@ def _close(a: Any, b: Any) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-6)
 
 
-__all__ = ["MONITOR_DESIGN", "MONITOR_FILE", "REDERIVED", "recorded_steps", "replay_monitor", "run_monitored",
-           "step_line", "steps", "subject_values"]
+__all__ = ["MONITOR_DESIGN", "MONITOR_FILE", "REDERIVED", "pair_value", "recorded_steps", "replay_monitor",
+           "run_monitored", "run_monitored_pair", "step_line", "steps", "subject_values", "unit_value"]

@@ -92,14 +92,16 @@ def paired_report(exp: ExperimentSpec, tables: Mapping[str, pd.DataFrame]) -> di
 
 
 def format_report(report: Mapping[str, Any]) -> str:
-    """One line per headline metric: A, B, mean difference and p-value."""
+    """One line per headline metric: each model named beside its own value (A's first, as ``models``
+    lists them), the mean difference B − A and the p-value."""
     a, b = report["models"]
-    lines = [f"{report['experiment']}: {b} vs {a}, paired by {' × '.join(report['paired_by']['ids'])}"]
+    lines = [f"{report['experiment']}: {a} vs {b}, paired by {' × '.join(report['paired_by']['ids'])}"]
     for metric, e in report["metrics"].items():
         def show(v: Any) -> str:
             return f"{v:.4g}" if isinstance(v, float) and math.isfinite(v) else str(v)
         diff = e.get("mean_difference")
-        lines.append(f"  {metric}: {show(e[a])} vs {show(e[b])}"
-                     + (f"; mean difference {diff:+.4g} over {e['n_pairs']} pairs" if diff is not None else "")
+        lines.append(f"  {metric}: {a} {show(e[a])} vs {b} {show(e[b])}"
+                     + (f"; mean difference {b} - {a} {diff:+.4g} over {e['n_pairs']} pairs"
+                        if diff is not None else "")
                      + (f", p = {e['p_value']:.3g}" if e.get("p_value") is not None else ", no test"))
     return "\n".join(lines)

@@ -86,6 +86,8 @@ _PUBLIC: dict[str, str] = {
     "heldout_nll": "cogtestbed.api.transcripts",
     "transcript_table": "cogtestbed.api.transcripts",
     "validate": "cogtestbed.api.transcripts",
+    "identifiability": "cogtestbed.identifiability",
+    "DesignInformation": "cogtestbed.identifiability",
     # the result types of the functions above (what ct.fit, ct.check, ct.run, ... return)
     "BayesFit": "cogtestbed.inference.hierarchical",
     "ConformanceReport": "cogtestbed.validation.conformance.suite",
@@ -105,6 +107,7 @@ __all__ = [
     "plot_recovery", "power", "recover", "run", "sbc", "simulate", "simulate_file", "study", "transcript_nll",
     "transcript_table", "true_parameters", "validate",
     "Population", "build_population", "population", "population_from_fit", "populations",
+    "DesignInformation", "identifiability",
 ]
 
 if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors
@@ -120,6 +123,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.api.plan import Plan, plan
     from cogtestbed.api.population import build_population, population, population_from_fit, populations
     from cogtestbed.api.run import PairedRun, run
+    from cogtestbed.identifiability import DesignInformation, identifiability
     from cogtestbed.api.studies import (
         Study,
         estimates,

@@ -245,15 +245,15 @@ def identified_directions(info: np.ndarray) -> np.ndarray:
     """Which parameters ``info`` (an information matrix) identifies: a direction with information of its own
     and (almost) none of its length in the null space of the unit-diagonal matrix."""
     d = np.diag(info).copy()
-    ok = np.isfinite(d) & (d > NULL_DIAGONAL * max(float(np.max(d, initial=0.0)), 1e-300))
+    ok = np.isfinite(d) & (np.abs(d) > NULL_DIAGONAL * max(float(np.max(np.abs(d), initial=0.0)), 1e-300))
     out = np.zeros(len(d), bool)
     idx = np.flatnonzero(ok)
     if not idx.size:
         return out
-    scale = np.sqrt(d[idx])
+    scale = np.sqrt(np.abs(d[idx]))
     corr = info[np.ix_(idx, idx)] / np.outer(scale, scale)
     values, vectors = np.linalg.eigh(corr)
-    null = vectors[:, values < NULL_EIGENVALUE]
+    null = vectors[:, np.abs(values) < NULL_EIGENVALUE]  # curvature of either sign is information
     out[idx] = (null ** 2).sum(axis=1) < NULL_SHARE
     return out
 
@@ -309,3 +309,19 @@ def information_table(results: Mapping[str, DesignInformation]) -> pd.DataFrame:
     """Several checks' tables stacked, with their experiment and model."""
     return pd.concat([r.table.assign(experiment=r.experiment, model=r.model) for r in results.values()],
                      ignore_index=True)
+
+
+#: Simulated subjects of the check run before a study (:func:`refuse_unidentified`): enough for the
+#: :data:`IDENTIFIED_SHARE` rule, few enough to cost a second or two.
+REFUSAL_CHAINS = 10
+
+
+def refuse_unidentified(experiment: str | Any, model: str, design: Any, sessions: int, seed: int = 0) -> None:
+    """Raise :class:`~cogtestbed.errors.InputError` with :meth:`DesignInformation.refusal` where a subject of
+    ``sessions`` sessions of ``design`` does not identify a parameter of ``model`` (``recover`` and ``plan``
+    run it before simulating anything)."""
+    result = identifiability(experiment, model, design, sessions=sessions, draws=0, chains=REFUSAL_CHAINS,
+                             seed=seed)
+    refusal = result.refusal()
+    if refusal is not None:
+        raise InputError(refusal)

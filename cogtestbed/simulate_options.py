@@ -90,6 +90,11 @@ class SimulatedSessions(
         PromptForms, FormSD, Adaptive, SessionTrials):
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
+    #: ``sessions``: sessions of one subject, each played with the subject's one parameter set
+    sessions_per_subject: int = option(
+        1, name="sessions", flags=("--sessions",), min=1, max=100_000,
+        help="Sessions (games, blocks, runs) of each subject, all with the subject's one parameter set: the table "
+             "numbers them `session` 0..K-1 under one `subject`, as `fit` reads them.")
     #: ``method``: the simulation's path, not a model's fit (``--method mle``)
     simulation: Method = option(
         "auto", name="method",

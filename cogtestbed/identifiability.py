@@ -14,10 +14,11 @@ unconstrained scale, mapped to its natural value) and over a few **prior draws**
 * ``se``: the expected standard error of the subject's maximum-likelihood estimate, √((K·Ī)⁻¹)ⱼⱼ for a
   subject of K sessions with per-session information Ī, on the natural scale (the unconstrained SE
   times the transform's slope, :meth:`~cogtestbed.parameters.Parameter.constrained_slope`);
-* ``sessions_to_identify``: the fewest sessions after which a simulated subject's summed observed
-  information is of full rank in that parameter (its direction lies outside the information's null
-  space) for at least :data:`IDENTIFIED_SHARE` of the simulated subjects; a single session of a small
-  design (one horizon-task game: one choice, five parameters) is rank-deficient;
+* ``sessions_to_identify``: the fewest sessions after which a simulated subject's information — the sum
+  of its observations' score outer products, of rank at most its number of observations — is of full
+  rank in that parameter (its direction lies outside the null space) for at least
+  :data:`IDENTIFIED_SHARE` of the simulated subjects; a single session of a small design (one
+  horizon-task game: one choice, five parameters) is rank-deficient;
 * ``sessions_for_tolerance``: the fewest sessions bringing the unconstrained SE under ``tolerance``
   times the parameter's prior SD (the default :data:`DEFAULT_TOLERANCE`: the data halve the prior's
   spread), at least ``sessions_to_identify``.
@@ -187,7 +188,7 @@ def _design(exp: Any, design: Any) -> Any:
 
 def _mean_information(chained: np.ndarray) -> np.ndarray:
     """The expected information of one session: the mean of every simulated session's observed information."""
-    return chained.reshape(-1, *chained.shape[2:]).mean(axis=0)
+    return chained[:, :, 0].reshape(-1, *chained.shape[3:]).mean(axis=0)
 
 
 def _prior_draws(params: list[Any], draws: int, rng: np.random.Generator) -> list[np.ndarray]:
@@ -198,8 +199,9 @@ def _prior_draws(params: list[Any], draws: int, rng: np.random.Generator) -> lis
 
 def _session_hessians(exp: Any, fitter: Any, design: Any, theta: np.ndarray, n: int,
                       seed: int) -> np.ndarray:
-    """(n, K, K): the observed information of ``n`` simulated sessions at natural ``theta``, on the
-    unconstrained scale (central differences of the exact gradient)."""
+    """(n, 2, K, K): per simulated session at natural ``theta``, on the unconstrained scale, its observed
+    information (central differences of the exact gradient) and the sum of its observations' score outer
+    products (rank at most the number of observations: what a subject's rank is judged on)."""
     from cogtestbed.simulation import simulate
 
     params = list(fitter.parameters)
@@ -208,9 +210,14 @@ def _session_hessians(exp: Any, fitter: Any, design: Any, theta: np.ndarray, n: 
     table = simulate(exp, gen.agent, n, seed, gen.agent_params(values), design=design)
     data = fitter.subject_data(table)
     u0 = np.array([float(p.to_unconstrained(x)) for p, x in zip(params, theta, strict=True)])
-    out = np.zeros((n, len(params), len(params)))
+    k = len(params)
+    out = np.zeros((n, 2, k, k))
+    slope = np.array([float(p.constrained_slope(x)) for p, x in zip(params, theta, strict=True)])
     for i, key in enumerate(sorted(data, key=str)[:n]):
-        out[i] = _hessian(fitter, params, data[key], u0)
+        out[i, 0] = _hessian(fitter, params, data[key], u0)
+        _, grad = fitter.pointwise(theta, data[key])
+        scores = np.asarray(grad, float) * slope
+        out[i, 1] = scores.T @ scores
     return out
 
 
@@ -235,10 +242,11 @@ def _hessian(fitter: Any, params: list[Any], data: Any, u0: np.ndarray) -> np.nd
 
 def _chain_hessians(exp: Any, fitter: Any, design: Any, theta: np.ndarray, chains: int, per_chain: int,
                     rng: np.random.Generator) -> np.ndarray:
-    """(chains, per_chain, K, K): sessions' observed information, grouped as simulated subjects."""
+    """(chains, per_chain, 2, K, K): sessions' information (:func:`_session_hessians`), grouped as simulated
+    subjects."""
     seed = int(rng.integers(2**31))
     return _session_hessians(exp, fitter, design, theta, chains * per_chain, seed).reshape(
-        chains, per_chain, len(theta), len(theta))
+        chains, per_chain, 2, len(theta), len(theta))
 
 
 def identified_directions(info: np.ndarray) -> np.ndarray:
@@ -263,10 +271,10 @@ def _sessions_to_identify(exp: Any, fitter: Any, design: Any, theta: np.ndarray,
     """Per parameter, the fewest sessions identifying it in :data:`IDENTIFIED_SHARE` of the chains (None:
     none up to :data:`MAX_SESSIONS`), and every chain's sessions; chains grow by doubling until every
     parameter is identified."""
-    k = chained.shape[2]
+    k = chained.shape[3]
     found: list[int | None] = [None] * k
     while True:
-        sums = np.cumsum(chained, axis=1)
+        sums = np.cumsum(chained[:, :, 1], axis=1)
         for n in range(sums.shape[1]):
             share = np.mean([identified_directions(sums[c, n]) for c in range(sums.shape[0])], axis=0)
             for j in range(k):

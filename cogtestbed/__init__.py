@@ -123,7 +123,6 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.api.plan import Plan, plan
     from cogtestbed.api.population import build_population, population, population_from_fit, populations
     from cogtestbed.api.run import PairedRun, run
-    from cogtestbed.identifiability import DesignInformation, identifiability
     from cogtestbed.api.studies import (
         Study,
         estimates,
@@ -142,6 +141,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.environments.forms import FormError  # noqa: F401
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch  # noqa: F401
     from cogtestbed.experiments.spec import UnknownNameError  # noqa: F401
+    from cogtestbed.identifiability import DesignInformation, identifiability
     from cogtestbed.inference.heldout import HeldOut
     from cogtestbed.inference.hierarchical import BayesFit
     from cogtestbed.inference.population import Population

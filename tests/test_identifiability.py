@@ -11,7 +11,7 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.errors import InputError
-from cogtestbed.identifiability import identified_directions, identifiability
+from cogtestbed.identifiability import identifiability, identified_directions
 from cogtestbed.registry import experiment_names, get_experiment
 
 

@@ -21,13 +21,13 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core: no BLAS threads spinning
     os.environ.setdefault(_var, "1")
 
-import numpy as np
-import pandas as pd
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
-from cogtestbed.identifiability import identifiability
-from cogtestbed.inference.identification import at_bound
-from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.simulation import as_sessions, simulate
+from cogtestbed.identifiability import identifiability  # noqa: E402
+from cogtestbed.inference.identification import at_bound  # noqa: E402
+from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
+from cogtestbed.simulation import as_sessions, simulate  # noqa: E402
 
 #: Ratios RMSE / predicted SE inside this band count as agreeing (the issue's ±25 %).
 BAND = (0.75, 1.25)

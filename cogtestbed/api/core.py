@@ -141,11 +141,11 @@ def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) 
 def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Mapping[str, Any],
                       keep: bool) -> tuple[pd.DataFrame | None, int]:
     """(the table, unless written and not ``keep``; its rows) of :func:`simulate`'s ``options``."""
+    import numpy as np
+
     from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
     from cogtestbed.lapse import Lapse
     from cogtestbed.outputs import check_output_file, claim_file
-    import numpy as np
-
     from cogtestbed.simulation import as_sessions, chosen_path
 
     req = build(SimulateRequest, {**options, "experiment": experiment, "agent": agent})

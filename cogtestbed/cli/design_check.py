@@ -1,4 +1,4 @@
-"""``cogtestbed check-design EXPERIMENT --model M``: what one subject's design identifies (:func:`cogtestbed.identifiability`)."""
+"""``cogtestbed check-design EXPERIMENT --model M``: what one subject's design identifies."""
 
 from __future__ import annotations
 

@@ -91,3 +91,14 @@ def test_every_experiment_and_model(experiment, model):
     ok = result.table["identified"].to_numpy(dtype=bool)
     assert np.all(result.table.loc[ok, "se"] > 0)
     assert np.all(result.table["sessions_to_identify"].dropna() >= 1)
+
+
+@pytest.mark.slow
+def test_horizon_recovery_at_the_suggested_size():
+    """At the check's suggested games a subject, every parameter it calls identified is recovered (r >= 0.7)."""
+    check = identifiability("horizon", "info-bonus", chains=10, draws=0, seed=0)
+    games = int(check.table["sessions_for_tolerance"].max())
+    study = ct.recover("horizon", "info-bonus", subjects=30, runs=games, reps=1, seed=1, workers=1)
+    params = next(iter(study.summary.values()))["parameters"]
+    for name in check.parameters:
+        assert params[name]["r"] >= 0.7, (name, params[name]["r"], games)

@@ -24,6 +24,7 @@ from cogtestbed.option_groups import (
     Seed,
     SessionTrials,
     SubjectCount,
+    SubjectSessions,
 )
 from cogtestbed.request import as_items, as_name, group, option, variant
 
@@ -87,14 +88,9 @@ class Lapses:
 @dataclass(frozen=True)
 class SimulatedSessions(
         variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48."}),  # type: ignore[misc]
-        PromptForms, FormSD, Adaptive, SessionTrials):
+        PromptForms, FormSD, Adaptive, SessionTrials, SubjectSessions):
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
-    #: ``sessions``: sessions of one subject, each played with the subject's one parameter set
-    sessions_per_subject: int = option(
-        1, name="sessions", flags=("--sessions",), min=1, max=100_000,
-        help="Sessions (games, blocks, runs) of each subject, all with the subject's one parameter set: the table "
-             "numbers them `session` 0..K-1 under one `subject`, as `fit` reads them.")
     #: ``method``: the simulation's path, not a model's fit (``--method mle``)
     simulation: Method = option(
         "auto", name="method",

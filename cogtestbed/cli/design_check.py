@@ -2,31 +2,33 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass
 
 import typer
 
 from cogtestbed.cli.app import app, print_json
 from cogtestbed.cli.options import request_command
-from cogtestbed.option_groups import JsonOutput
-from cogtestbed.request import option
+from cogtestbed.option_groups import CognitiveModel, JsonOutput, Seed, SubjectSessions
+from cogtestbed.request import option, variant
+from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
 
 #: The default tolerance of :mod:`cogtestbed.identifiability` (repeated so that help loads no numerical package).
 _TOLERANCE = 0.5
 
 
 @dataclass(frozen=True)
-class CheckDesignRequest(JsonOutput):
+class CheckDesignRequest(
+        JsonOutput, SubjectSessions, DesignFields,
+        variant(Seed, helps={"seed": "Seed of the simulated sessions."}),  # type: ignore[misc]
+        variant(CognitiveModel, defaults={"model": MISSING},  # type: ignore[misc]
+                helps={"model": "The model whose parameters the design should identify."}),
+        variant(ExperimentName, defaults={"experiment": MISSING}, present=EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                helps={"experiment": "Experiment name."})):
     """What ``cogtestbed check-design`` checks (its options, declared once: :mod:`cogtestbed.request`)."""
 
-    experiment: str = option(argument=True, name="experiment", help="Experiment name.")
-    model: str = option(flags=("--model", "-m"), help="The model whose parameters the design should identify.")
-    sessions: int = option(1, flags=("--sessions",), min=1, max=100_000,
-                           help="Sessions (games, blocks, runs) of one subject.")
-    tolerance: float = option(_TOLERANCE, flags=("--tolerance",), min=1e-6, max=100.0,
-                              help="Target SE, as a share of each parameter's prior SD (unconstrained scale).")
-    design: list[str] = option(flags=("--design",), factory=list, help="Design field NAME=VALUE (repeatable).")
-    seed: int = option(0, flags=("--seed",), min=0, max=2**31 - 1, help="Seed of the simulated sessions.")
+    #: ``tolerance``: the target SE of the design check, not a recovery's ``--precision``
+    se_tolerance: float = option(_TOLERANCE, name="tolerance", flags=("--tolerance",), min=1e-6, max=100.0,
+                                 help="Target SE, as a share of each parameter's prior SD (unconstrained scale).")
 
 
 @request_command(app, CheckDesignRequest, name="check-design")
@@ -36,8 +38,10 @@ def check_design(req: CheckDesignRequest) -> None:
     from cogtestbed.api.core import design_overrides
     from cogtestbed.identifiability import identifiability
 
-    result = identifiability(req.experiment, req.model, design=design_overrides(req.design) or None,
-                             sessions=req.sessions, tolerance=req.tolerance, seed=req.seed)
+    design = req.design
+    fields = design_overrides(design) if isinstance(design, list | tuple) else design
+    result = identifiability(str(req.experiment), str(req.model), design=fields or None,
+                             sessions=req.sessions_per_subject, tolerance=req.se_tolerance, seed=req.seed)
     if req.as_json:
         print_json({"experiment": result.experiment, "model": result.model, "sessions": result.sessions,
                     "trials_per_session": result.trials_per_session, "tolerance": result.tolerance,

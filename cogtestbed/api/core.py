@@ -174,7 +174,7 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
     out = None if output is None else Path(output)
     if out is not None:
         check_output_file(out, force, ".parquet")
-    per = ses.sessions_per_subject
+    per = ses.subject_sessions
     if per > 1:
         if form_design is not None:
             raise InputError("`sessions` above 1 with `forms`: a subject's sessions would be assigned different "

@@ -41,7 +41,7 @@ def check_design(req: CheckDesignRequest) -> None:
     design = req.design
     fields = design_overrides(design) if isinstance(design, list | tuple) else design
     result = identifiability(str(req.experiment), str(req.model), design=fields or None,
-                             sessions=req.sessions_per_subject, tolerance=req.se_tolerance, seed=req.seed)
+                             sessions=req.subject_sessions, tolerance=req.se_tolerance, seed=req.seed)
     if req.as_json:
         print_json({"experiment": result.experiment, "model": result.model, "sessions": result.sessions,
                     "trials_per_session": result.trials_per_session, "tolerance": result.tolerance,

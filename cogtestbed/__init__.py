@@ -88,6 +88,8 @@ _PUBLIC: dict[str, str] = {
     "heldout_nll": "cogtestbed.api.transcripts",
     "transcript_table": "cogtestbed.api.transcripts",
     "validate": "cogtestbed.api.transcripts",
+    "identifiability": "cogtestbed.identifiability",
+    "DesignInformation": "cogtestbed.identifiability",
     # the result types of the functions above (what ct.fit, ct.check, ct.run, ... return)
     "BayesFit": "cogtestbed.inference.hierarchical",
     "ConformanceReport": "cogtestbed.validation.conformance.suite",
@@ -108,6 +110,7 @@ __all__ = [
     "transcript_table", "true_parameters", "validate",
     "Population", "build_population", "population", "population_from_fit", "populations",
     "MonitorPath", "monitor",
+    "DesignInformation", "identifiability",
 ]
 
 if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, listed under ct.errors
@@ -142,6 +145,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.environments.forms import FormError  # noqa: F401
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch  # noqa: F401
     from cogtestbed.experiments.spec import UnknownNameError  # noqa: F401
+    from cogtestbed.identifiability import DesignInformation, identifiability
     from cogtestbed.inference.heldout import HeldOut
     from cogtestbed.inference.hierarchical import BayesFit
     from cogtestbed.inference.population import Population

@@ -69,6 +69,17 @@ class LapseTerm:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SubjectSessions:
+    """How many sessions one subject plays, all with its one parameter set."""
+
+    #: ``sessions``: sessions of one subject, not how a published file's judgements become sessions (``--sessions``)
+    subject_sessions: int = option(
+        1, name="sessions", flags=("--sessions",), min=1, max=100_000,
+        help="Sessions (games, blocks, runs) of each subject, all with the subject's one parameter set: the table "
+             "numbers them `session` 0..K-1 under one `subject`, as `fit` reads them.")
+
+
+@dataclass(frozen=True, kw_only=True)
 class Sessions:
     """How a published file's repeated judgements become sessions."""
 

@@ -25,6 +25,7 @@ from cogtestbed.option_groups import (
     Seed,
     SessionTrials,
     SubjectCount,
+    SubjectSessions,
 )
 from cogtestbed.request import as_items, as_name, group, option, variant
 
@@ -91,7 +92,7 @@ class Lapses:
 @dataclass(frozen=True)
 class SimulatedSessions(
         variant(DesignFields, helps={"design": "Design field NAME=VALUE (repeatable), e.g. visits_per_casino=48."}),  # type: ignore[misc]
-        PromptForms, FormSD, Adaptive, SessionTrials):
+        PromptForms, FormSD, Adaptive, SessionTrials, SubjectSessions):
     """The sessions they play: the design, the prompt forms, adaptive trials."""
 
     #: ``method``: the simulation's path, not a model's fit (``--method mle``)

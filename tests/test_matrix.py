@@ -88,7 +88,7 @@ def test_a_plain_value_error_in_a_study_task_counts_as_a_traceback(monkeypatch: 
     from cogtestbed.errors import InputError
     from cogtestbed.validation.studies import model_studies
 
-    case = Case("instrumental-learning", "recover", "rw", "default", 5, subjects=1, trials=4)
+    case = Case("instrumental-learning", "recover", "rw", "default", 5, subjects=1, trials=8)
 
     def raising(kind: type[Exception]) -> Any:
         def task(*_: Any, **__: Any) -> Any:

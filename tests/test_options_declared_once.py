@@ -52,6 +52,7 @@ CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
                          "build_population"),
     # the command line's side only (no ct. function with options)
     "list": (("cogtestbed.cli.listing:ListRequest",), None),
+    "check-design": (("cogtestbed.cli.design_check:CheckDesignRequest",), None),
     "looks": (("cogtestbed.cli.looks:LooksRequest",), None),
     "check": (("cogtestbed.api.workflow_options:CheckRequest", "cogtestbed.cli.check:CheckCommand"), "check"),
     "export": (("cogtestbed.api.workflow_options:ExportRequest", "cogtestbed.cli.export:ExportCommand"), "export"),

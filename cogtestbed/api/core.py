@@ -141,10 +141,12 @@ def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) 
 def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Mapping[str, Any],
                       keep: bool) -> tuple[pd.DataFrame | None, int]:
     """(the table, unless written and not ``keep``; its rows) of :func:`simulate`'s ``options``."""
+    import numpy as np
+
     from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
     from cogtestbed.lapse import Lapse
     from cogtestbed.outputs import check_output_file, claim_file
-    from cogtestbed.simulation import chosen_path
+    from cogtestbed.simulation import as_sessions, chosen_path
 
     req = build(SimulateRequest, {**options, "experiment": experiment, "agent": agent})
     who, ses = req.who, req.sessions
@@ -172,6 +174,13 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
     out = None if output is None else Path(output)
     if out is not None:
         check_output_file(out, force, ".parquet")
+    per = ses.subject_sessions
+    if per > 1:
+        if form_design is not None:
+            raise InputError("`sessions` above 1 with `forms`: a subject's sessions would be assigned different "
+                             "forms; simulate one session a subject with forms")
+        given = {k: np.repeat(np.asarray(v, dtype=np.float64), per) if np.ndim(v) else v for k, v in given.items()}
+        subjects *= per
     # the path resolved once the request is checked, counting the memory probe's one subject on it
     # (check_simulation_memory); a call refused from here on gives back the interpreted run it chose
     with chosen_path(method, exp, agent_cls, design_obj, _cost_params(agent_cls, given, form_sd), subjects + 1,
@@ -179,10 +188,11 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
         if out is None:
             table = _simulate(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
                               form_design)
+            table = table if per == 1 else as_sessions(table, per)
             return table, len(table)
         with claim_file(out, force):  # of two commands writing one file at once, one is refused
             return _simulate_streamed(exp, agent, subjects, seed, given, design_obj, path, on_subject_done, lapse,
-                                      form_design, out, keep,
+                                      form_design, out, keep, per,
                                       _simulate_manifest(exp, agent, agent_cls, req, given, drawn, path, lapse,
                                                          design_obj, form_design))
 
@@ -291,12 +301,15 @@ def _simulate(exp: ExperimentSpec, agent: str, subjects: int, seed: int, given: 
 
 def _simulate_streamed(exp: ExperimentSpec, agent: str, subjects: int, seed: int, given: dict[str, Any],
                        design_obj: Any, method: Literal["batch", "interpreted", "step"], on_subject_done: Any,
-                       lapse: Any, form_design: Any, out: Path, keep: bool,
+                       lapse: Any, form_design: Any, out: Path, keep: bool, per: int,
                        manifest: dict[str, Any]) -> tuple[pd.DataFrame | None, int]:
     """The simulation of :func:`simulate` written to ``out`` in chunks of subjects (a chunk's memory
-    checked first), kept only where ``keep``: (the table or None, its rows)."""
+    checked first), kept only where ``keep``: (the table or None, its rows).  ``per`` > 1: ``subjects``
+    counts sessions, ``per`` a subject (:func:`~cogtestbed.simulation.as_sessions`; a chunk holds whole
+    subjects)."""
     from cogtestbed.registry import write_trial_chunks
     from cogtestbed.simulation import (
+        as_sessions,
         check_simulation_memory,
         check_streamed_simulation,
         chunk_subjects,
@@ -304,12 +317,15 @@ def _simulate_streamed(exp: ExperimentSpec, agent: str, subjects: int, seed: int
     )
 
     chunk = min(subjects, chunk_subjects(exp, agent, given, design_obj, method))
+    chunk = max(per, chunk // per * per)
     check_streamed_simulation(exp, agent, subjects, chunk, out.parent, given, design_obj, method=method)
     if keep:
         check_simulation_memory(exp, agent, subjects, given, design_obj, method=method)
     chunks = simulate_chunks(exp, agent, subjects, seed, given, design=design_obj, method=method,
                              on_subject_done=on_subject_done, lapse=lapse if lapse.active else None,
                              forms=form_design, chunk=chunk)
+    if per > 1:
+        chunks = (as_sessions(part, per) for part in chunks)
     rows, table = write_trial_chunks(chunks, out, manifest, keep=keep)
     return table, rows
 

@@ -308,8 +308,21 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
                  fixed=_assignments(fix, "`fix`"), params=_assignments(params, "`params`"), draws=draws, tune=draws,
                  chains=chains, lapse=_lapse(lapse_invalid, lapse_random), lapse_fit=lapse_fit(lapse))
     precision = _assignments(precision, "`precision`")
+    _refuse_unidentified(spec)
     return run_spec(spec, workers=workers, dask=dask, output=output, force=force, precision=precision,
                     assurance=assurance, watch=watch, request=req)
+
+
+def _refuse_unidentified(spec: Any) -> None:
+    """Refuse, before any simulation, a recovery whose subjects' design does not identify a parameter of its
+    model (:func:`cogtestbed.identifiability.refuse_unidentified`, at each size's smallest subject)."""
+    from cogtestbed.identifiability import refuse_unidentified
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    exp = get_experiment(spec.experiment)
+    for trials in spec.trials:
+        refuse_unidentified(exp, spec.models[0], design_for_trials(exp, trials, spec.design), min(spec.runs))
 
 
 @public(legacy=model_first("models"))

@@ -25,6 +25,7 @@ import typer
 # Sub-command modules register themselves on import.
 from cogtestbed.cli import check as _check  # noqa: F401,E402
 from cogtestbed.cli import demo as _demo  # noqa: F401,E402
+from cogtestbed.cli import design_check as _design_check  # noqa: F401,E402
 from cogtestbed.cli import export as _export  # noqa: F401,E402
 from cogtestbed.cli import listing as _listing  # noqa: F401,E402
 from cogtestbed.cli import looks as _looks  # noqa: F401,E402

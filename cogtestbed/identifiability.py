@@ -1,0 +1,335 @@
+"""Identifiable by design: what one subject's design can and cannot pin, before anything is simulated or bought.
+
+:func:`identifiability` computes the **expected Fisher information of one subject** at a design,
+numerically from the model's own likelihood: it simulates sessions from the model's generator at a
+parameter point, takes each session's *observed information* — the Hessian of the negative
+log-likelihood on the unconstrained scale, by central differences of the model's exact gradient — and
+averages them (Efron & Hinkley 1978: the observed information's mean is the expected information).
+No model has its own formula; the check dispatches on the model contract
+(:class:`~cogtestbed.inference.base.CognitiveModel`) and the experiment's generator.
+
+What it reports, per parameter, at the **prior median** (each parameter's prior mean on the
+unconstrained scale, mapped to its natural value) and over a few **prior draws**:
+
+* ``se``: the expected standard error of the subject's maximum-likelihood estimate, √((K·Ī)⁻¹)ⱼⱼ for a
+  subject of K sessions with per-session information Ī, on the natural scale (the unconstrained SE
+  times the transform's slope, :meth:`~cogtestbed.parameters.Parameter.constrained_slope`);
+* ``sessions_to_identify``: the fewest sessions after which a simulated subject's information — the sum
+  of its observations' score outer products, of rank at most its number of observations — is of full
+  rank in that parameter (its direction lies outside the null space) for at least
+  :data:`IDENTIFIED_SHARE` of the simulated subjects; a single session of a small design (one
+  horizon-task game: one choice, five parameters) is rank-deficient;
+* ``sessions_for_tolerance``: the fewest sessions bringing the unconstrained SE under ``tolerance``
+  times the parameter's prior SD (the default :data:`DEFAULT_TOLERANCE`: the data halve the prior's
+  spread), at least ``sessions_to_identify``.
+
+Rank and condition number are those of the per-session expected information at the prior median
+(scaled to unit diagonal, so that a parameter's units do not matter).  A parameter is **not
+identified at the design** where a subject of the design's sessions is rank-deficient in it
+(:attr:`DesignInformation.unidentified`); :meth:`DesignInformation.refusal` is then the one line that
+names it and the smallest design that identifies it (``recover`` and ``plan`` refuse with it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cogtestbed.errors import InputError
+
+#: The default tolerance: an unconstrained SE under this share of the parameter's prior SD.
+DEFAULT_TOLERANCE = 0.5
+#: Simulated subjects (chains of sessions) per parameter point.
+DEFAULT_CHAINS = 16
+#: Prior draws besides the prior median.
+DEFAULT_DRAWS = 4
+#: The most sessions a chain grows to when looking for the smallest identifying design.
+MAX_SESSIONS = 128
+#: Share of simulated subjects that must be of full rank in a parameter for it to count as identified.
+IDENTIFIED_SHARE = 0.9
+#: Step of the central differences of the gradient, on the unconstrained scale.
+HESSIAN_STEP = 1e-4
+#: An eigenvalue of the unit-diagonal information under this counts as zero (the null space).
+NULL_EIGENVALUE = 1e-6
+#: A diagonal entry under this share of the largest counts as no information at all.
+NULL_DIAGONAL = 1e-9
+#: A parameter whose direction has more than this squared length in the null space is not identified.
+NULL_SHARE = 0.01
+
+
+@dataclass(frozen=True)
+class DesignInformation:
+    """The result of :func:`identifiability` (see the module docstring for every column)."""
+
+    experiment: str
+    model: str
+    sessions: int
+    trials_per_session: int
+    tolerance: float
+    table: pd.DataFrame
+    rank: int
+    condition_number: float
+    information: np.ndarray = field(repr=False)
+
+    @property
+    def parameters(self) -> list[str]:
+        return [str(p) for p in self.table["parameter"]]
+
+    @property
+    def unidentified(self) -> list[str]:
+        """Parameters a subject of the design's sessions does not identify."""
+        return [str(p) for p, ok in zip(self.table["parameter"], self.table["identified"], strict=True) if not ok]
+
+    @property
+    def smallest_sessions(self) -> int | None:
+        """The fewest sessions a subject that identify every parameter (None: none up to :data:`MAX_SESSIONS`)."""
+        need = self.table["sessions_to_identify"]
+        return None if need.isna().any() else int(need.max())
+
+    def refusal(self) -> str | None:
+        """One line naming the unidentified parameters and the smallest design that identifies them (None: none)."""
+        missing = self.unidentified
+        if not missing:
+            return None
+        smallest = self.smallest_sessions
+        fix = (f"the smallest design that identifies them is {smallest} sessions a subject "
+               f"(--sessions {smallest})" if smallest is not None else
+               f"no design of up to {MAX_SESSIONS} sessions a subject identifies them")
+        return (f"{self.experiment} / {self.model}: a subject of {self.sessions} session(s) does not identify "
+                f"{', '.join(missing)}; {fix}")
+
+    def summary(self) -> str:
+        """The check as printed by ``cogtestbed check-design``."""
+        head = (f"{self.experiment} / {self.model}: {self.sessions} session(s) a subject, "
+                f"{self.trials_per_session} trials a session; information rank {self.rank} of "
+                f"{len(self.table)}, condition number {_number(self.condition_number)}; tolerance: SE under "
+                f"{self.tolerance:g} x the prior SD (unconstrained scale)")
+        cols = ["parameter", "prior_median", "se", "se_draws", "identified", "sessions_to_identify",
+                "sessions_for_tolerance"]
+        body = self.table[cols].astype(object).to_string(index=False, na_rep="null",
+                                         float_format=lambda x: f"{x:.4g}")
+        refusal = self.refusal()
+        return "\n".join([head, body, *([refusal] if refusal else [])])
+
+
+def _number(x: float) -> str:
+    return "inf" if not math.isfinite(x) else f"{x:.3g}"
+
+
+def identifiability(experiment: str | Any, model: str, design: Any = None, sessions: int = 1,
+                    tolerance: float = DEFAULT_TOLERANCE, draws: int = DEFAULT_DRAWS,
+                    chains: int = DEFAULT_CHAINS, seed: int = 0) -> DesignInformation:
+    """The expected information of one subject of ``sessions`` sessions of ``design`` (the experiment's
+    default where None) under ``model``, and what it identifies (module docstring).  Seeded: the same
+    arguments give the same table."""
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
+    fitter = exp.model(model)
+    if sessions < 1:
+        raise InputError(f"sessions must be at least 1, got {sessions}")
+    if not tolerance > 0 or not math.isfinite(tolerance):
+        raise InputError(f"tolerance must be a positive number, got {tolerance}")
+    design = _design(exp, design)
+    params = list(fitter.parameters)
+    rng = np.random.default_rng(seed)
+    median = np.array([float(p.inside(p.to_constrained(p.prior_mean))) for p in params])
+    need, chained = _sessions_to_identify(exp, fitter, design, median,
+                                          _chain_hessians(exp, fitter, design, median, chains, 1, rng), rng)
+    info = _mean_information(chained)
+    pool = chained.shape[1]
+    se_u = _unconstrained_se(info)
+    slope = np.array([float(p.constrained_slope(x)) for p, x in zip(params, median, strict=True)])
+    draw_se = [_unconstrained_se(_mean_information(
+        _chain_hessians(exp, fitter, design, point, chains, pool, rng)))
+               * np.array([float(p.constrained_slope(x)) for p, x in zip(params, point, strict=True)])
+               for point in _prior_draws(params, draws, rng)]
+    sd = np.array([p.prior_sd for p in params])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for_tol = np.ceil((se_u / (tolerance * sd)) ** 2)
+    rows = []
+    for j, p in enumerate(params):
+        k_id = need[j]
+        tol_k = None if k_id is None or not math.isfinite(for_tol[j]) else int(max(k_id, for_tol[j], 1))
+        rows.append({
+            "parameter": p.name, "prior_median": median[j],
+            "se": se_u[j] * slope[j] / math.sqrt(sessions) if math.isfinite(se_u[j]) else None,
+            "se_unconstrained": se_u[j] / math.sqrt(sessions) if math.isfinite(se_u[j]) else None,
+            "se_draws": (float(np.median([d[j] for d in draw_se])) / math.sqrt(sessions)
+                         if draw_se and all(math.isfinite(d[j]) for d in draw_se) else None),
+            "identified": k_id is not None and k_id <= sessions,
+            "sessions_to_identify": k_id, "sessions_for_tolerance": tol_k,
+        })
+    table = pd.DataFrame(rows).astype({"sessions_to_identify": "Int64", "sessions_for_tolerance": "Int64",
+                                       "se": float, "se_unconstrained": float, "se_draws": float})
+    rank, cond = _rank_condition(info)
+    return DesignInformation(exp.name, fitter.name, sessions, int(design.n_trials), tolerance, table, rank, cond,
+                             info)
+
+
+def _design(exp: Any, design: Any) -> Any:
+    """The experiment's default design, a design with the fields of a mapping, or the design given."""
+    from pydantic import ValidationError
+
+    if design is None or isinstance(design, Mapping):
+        try:
+            return exp.design_cls(**dict(design or {}))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            raise InputError(f"design of {exp.name}: {where + ': ' if where else ''}{first['msg']}") from None
+    return design
+
+
+def _mean_information(chained: np.ndarray) -> np.ndarray:
+    """The expected information of one session: the mean of every simulated session's observed information."""
+    return chained[:, :, 0].reshape(-1, *chained.shape[3:]).mean(axis=0)
+
+
+def _prior_draws(params: list[Any], draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+    z = rng.standard_normal((draws, len(params)))
+    return [np.array([float(p.inside(p.to_constrained(p.prior_mean + p.prior_sd * zj)))
+                      for p, zj in zip(params, row, strict=True)]) for row in z]
+
+
+def _session_hessians(exp: Any, fitter: Any, design: Any, theta: np.ndarray, n: int,
+                      seed: int) -> np.ndarray:
+    """(n, 2, K, K): per simulated session at natural ``theta``, on the unconstrained scale, its observed
+    information (central differences of the exact gradient) and the sum of its observations' score outer
+    products (rank at most the number of observations: what a subject's rank is judged on)."""
+    from cogtestbed.simulation import simulate
+
+    params = list(fitter.parameters)
+    gen = exp.generator(fitter.name)
+    values = dict(zip(fitter.parameters.names, theta.tolist(), strict=True))
+    table = simulate(exp, gen.agent, n, seed, gen.agent_params(values), design=design)
+    data = fitter.subject_data(table)
+    u0 = np.array([float(p.to_unconstrained(x)) for p, x in zip(params, theta, strict=True)])
+    k = len(params)
+    out = np.zeros((n, 2, k, k))
+    slope = np.array([float(p.constrained_slope(x)) for p, x in zip(params, theta, strict=True)])
+    for i, key in enumerate(sorted(data, key=str)[:n]):
+        out[i, 0] = _hessian(fitter, params, data[key], u0)
+        _, grad = fitter.pointwise(theta, data[key])
+        scores = np.asarray(grad, float) * slope
+        out[i, 1] = scores.T @ scores
+    return out
+
+
+def _unconstrained_gradient(fitter: Any, params: list[Any], data: Any, u: np.ndarray) -> np.ndarray:
+    theta = np.array([float(p.to_constrained(x)) for p, x in zip(params, u, strict=True)])
+    _, grad = fitter.nll_grad(theta, data)
+    slope = np.array([float(p.constrained_slope(x)) for p, x in zip(params, theta, strict=True)])
+    return np.asarray(grad, float) * slope
+
+
+def _hessian(fitter: Any, params: list[Any], data: Any, u0: np.ndarray) -> np.ndarray:
+    k = len(u0)
+    h = np.zeros((k, k))
+    for c in range(k):
+        step = np.zeros(k)
+        step[c] = HESSIAN_STEP
+        up = _unconstrained_gradient(fitter, params, data, u0 + step)
+        down = _unconstrained_gradient(fitter, params, data, u0 - step)
+        h[:, c] = (up - down) / (2 * HESSIAN_STEP)
+    return 0.5 * (h + h.T)
+
+
+def _chain_hessians(exp: Any, fitter: Any, design: Any, theta: np.ndarray, chains: int, per_chain: int,
+                    rng: np.random.Generator) -> np.ndarray:
+    """(chains, per_chain, 2, K, K): sessions' information (:func:`_session_hessians`), grouped as simulated
+    subjects."""
+    seed = int(rng.integers(2**31))
+    return _session_hessians(exp, fitter, design, theta, chains * per_chain, seed).reshape(
+        chains, per_chain, 2, len(theta), len(theta))
+
+
+def identified_directions(info: np.ndarray) -> np.ndarray:
+    """Which parameters ``info`` (an information matrix) identifies: a direction with information of its own
+    and (almost) none of its length in the null space of the unit-diagonal matrix."""
+    d = np.diag(info).copy()
+    ok = np.isfinite(d) & (np.abs(d) > NULL_DIAGONAL * max(float(np.max(np.abs(d), initial=0.0)), 1e-300))
+    out = np.zeros(len(d), bool)
+    idx = np.flatnonzero(ok)
+    if not idx.size:
+        return out
+    scale = np.sqrt(np.abs(d[idx]))
+    corr = info[np.ix_(idx, idx)] / np.outer(scale, scale)
+    values, vectors = np.linalg.eigh(corr)
+    null = vectors[:, np.abs(values) < NULL_EIGENVALUE]  # curvature of either sign is information
+    out[idx] = (null ** 2).sum(axis=1) < NULL_SHARE
+    return out
+
+
+def _sessions_to_identify(exp: Any, fitter: Any, design: Any, theta: np.ndarray, chained: np.ndarray,
+                          rng: np.random.Generator) -> tuple[list[int | None], np.ndarray]:
+    """Per parameter, the fewest sessions identifying it in :data:`IDENTIFIED_SHARE` of the chains (None:
+    none up to :data:`MAX_SESSIONS`), and every chain's sessions; chains grow by doubling until every
+    parameter is identified."""
+    k = chained.shape[3]
+    found: list[int | None] = [None] * k
+    while True:
+        sums = np.cumsum(chained[:, :, 1], axis=1)
+        for n in range(sums.shape[1]):
+            share = np.mean([identified_directions(sums[c, n]) for c in range(sums.shape[0])], axis=0)
+            for j in range(k):
+                if found[j] is None and share[j] >= IDENTIFIED_SHARE:
+                    found[j] = n + 1
+        length = chained.shape[1]
+        if all(f is not None for f in found) or length >= MAX_SESSIONS:
+            return found, chained
+        more = _chain_hessians(exp, fitter, design, theta, chained.shape[0], length, rng)
+        chained = np.concatenate([chained, more], axis=1)
+
+
+def _unconstrained_se(info: np.ndarray) -> np.ndarray:
+    """√ of the inverse's diagonal where the information identifies the parameter; inf elsewhere."""
+    ok = identified_directions(info)
+    se = np.full(len(info), math.inf)
+    if ok.any():
+        sub = info[np.ix_(ok, ok)]
+        try:
+            cov = np.linalg.inv(sub)
+        except np.linalg.LinAlgError:
+            return se
+        diag = np.diag(cov)
+        se[ok] = np.where(diag > 0, np.sqrt(np.abs(diag)), math.inf)
+    return se
+
+
+def _rank_condition(info: np.ndarray) -> tuple[int, float]:
+    d = np.diag(info)
+    if not np.all(d > 0):
+        return int(identified_directions(info).sum()), math.inf
+    scale = np.sqrt(d)
+    values = np.linalg.eigvalsh(info / np.outer(scale, scale))
+    rank = int((values >= NULL_EIGENVALUE).sum())
+    cond = float(values[-1] / values[0]) if values[0] > 0 else math.inf
+    return rank, cond
+
+
+def information_table(results: Mapping[str, DesignInformation]) -> pd.DataFrame:
+    """Several checks' tables stacked, with their experiment and model."""
+    return pd.concat([r.table.assign(experiment=r.experiment, model=r.model) for r in results.values()],
+                     ignore_index=True)
+
+
+#: Simulated subjects of the check run before a study (:func:`refuse_unidentified`): enough for the
+#: :data:`IDENTIFIED_SHARE` rule, few enough to cost a second or two.
+REFUSAL_CHAINS = 10
+
+
+def refuse_unidentified(experiment: str | Any, model: str, design: Any, sessions: int, seed: int = 0) -> None:
+    """Raise :class:`~cogtestbed.errors.InputError` with :meth:`DesignInformation.refusal` where a subject of
+    ``sessions`` sessions of ``design`` does not identify a parameter of ``model`` (``recover`` and ``plan``
+    run it before simulating anything)."""
+    result = identifiability(experiment, model, design, sessions=sessions, draws=0, chains=REFUSAL_CHAINS,
+                             seed=seed)
+    refusal = result.refusal()
+    if refusal is not None:
+        raise InputError(refusal)

@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "cogtestbed.numerics", "cogtestbed.timings", "cogtestbed.formatting", "cogtestbed.lapse",
      "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector",
      "cogtestbed.redact", "cogtestbed.request", "cogtestbed.option_groups", "cogtestbed.interpreted",
-     "cogtestbed.plugins", "cogtestbed.shims", "cogtestbed.subject_draws"),
+     "cogtestbed.plugins", "cogtestbed.shims", "cogtestbed.subject_draws", "cogtestbed.bounds"),
     ("cogtestbed.trials",),
     ("cogtestbed.tables",),
     ("cogtestbed.environments",),
@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.experiments",),
     ("cogtestbed.registry",),
     ("cogtestbed.simulation", "cogtestbed.simulate_options"),
+    ("cogtestbed.identifiability",),  # a design's information, from the registry's models and the simulator
     ("cogtestbed.llm_adapters",),
     ("cogtestbed.validation",),  # the package and its errors
     ("cogtestbed.validation.studies",),

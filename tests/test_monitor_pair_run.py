@@ -17,7 +17,7 @@ LLMS = ("hf:tiny-random", "hf:tiny-random-chat")
 
 def _plan(path: Path, cap: int, **extra: Any) -> Path:
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_checks import sealed
+    from cogtestbed.validation.design.monitor_file import sealed
     from cogtestbed.validation.design.plan_report import PLAN_VERSION
     from cogtestbed.validation.studies.study_data import design_for_trials
 
@@ -121,7 +121,7 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     import time
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_checks import sealed
+    from cogtestbed.validation.design.monitor_file import sealed
     from cogtestbed.validation.design.plan_report import PLAN_VERSION
     from cogtestbed.validation.studies.study_data import design_for_trials
 
@@ -167,7 +167,7 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     ("instrumental-learning", "power", 1)])
 def test_a_planned_monitor_is_written_for_the_run_that_executes_it(experiment, kind, groups):
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_checks import checked_monitor, monitor_digest
+    from cogtestbed.validation.design.monitor_file import checked_monitor, monitor_digest
     from cogtestbed.validation.design.monitor_kind import run_settings
     from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
 

@@ -12,7 +12,7 @@ import pytest
 
 from cogtestbed.cli import run_cli
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.monitor_checks import checked_monitor, monitor_digest, sealed
+from cogtestbed.validation.design.monitor_file import checked_monitor, monitor_digest, sealed
 from cogtestbed.validation.runs.monitor_run import steps
 
 DESIGN = {"experiment": "instrumental-learning", "model": "rw-pm", "effect": "optimism_bias", "scale": "natural",

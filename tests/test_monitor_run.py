@@ -20,7 +20,7 @@ from cogtestbed.cli import run_cli
 def _plan(path: Path, cap: int, null_value: float, bounds: tuple[float, float],
           extra: dict[str, Any] | None = None) -> Path:
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_checks import sealed
+    from cogtestbed.validation.design.monitor_file import sealed
     from cogtestbed.validation.design.plan_report import PLAN_VERSION
     from cogtestbed.validation.studies.study_data import design_for_trials
 

@@ -97,7 +97,7 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
     >>> [round(x, 2) for x in path.interval]
     [0.1, 1.0]
     """
-    from cogtestbed.validation.design.monitor_checks import checked_monitor, sealed
+    from cogtestbed.validation.design.monitor_file import checked_monitor, sealed
     from cogtestbed.validation.runs.monitor_run import steps as monitor_steps
 
     if plan is not None:

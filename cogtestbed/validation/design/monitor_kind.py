@@ -33,7 +33,8 @@ import numpy as np
 
 from cogtestbed.errors import InputError
 from cogtestbed.validation.design.kinds import PlanContext, Planned
-from cogtestbed.validation.design.monitor_checks import check_monitor, sealed, statistic_bounds
+from cogtestbed.validation.design.monitor_checks import check_monitor, statistic_bounds
+from cogtestbed.validation.design.monitor_file import sealed
 from cogtestbed.validation.design.monitor_gs import GS_LOOKS
 from cogtestbed.validation.design.monitor_pools import (
     BATCHES,

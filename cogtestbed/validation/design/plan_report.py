@@ -478,7 +478,7 @@ def checked_run_section(run: Any, path: Path) -> dict[str, Any]:
 
         out["sequential"] = checked_sequential(out["sequential"], f"--plan: {path}: run.sequential", out["subjects"])
     if out.get("monitor") is not None:  # bounds, level, bet, null and digest checked before any call
-        from cogtestbed.validation.design.monitor_checks import checked_monitor
+        from cogtestbed.validation.design.monitor_file import checked_monitor
 
         out["monitor"] = checked_monitor(out["monitor"], f"--plan: {path}: run.monitor")
     return out

@@ -89,7 +89,7 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
     sequence, the estimate and the decision (``efficacy`` once ``K_t ≥ 1/α``, ``futility`` at the cap
     without it, else ``continue``)."""
     from cogtestbed.validation.design.eprocess import monitor_path
-    from cogtestbed.validation.design.monitor_checks import checked_observation
+    from cogtestbed.validation.design.monitor_file import checked_observation
 
     lo, hi = (float(b) for b in design["bounds"] or (-math.inf, math.inf))
     observations = [checked_observation(design, float(x), i) for i, x in enumerate(observations, 1)]
@@ -138,7 +138,7 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
     from dataclasses import replace
 
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.monitor_checks import checked_monitor
+    from cogtestbed.validation.design.monitor_file import checked_monitor
 
     design = checked_monitor(design, "the plan's monitor")  # before the first call
     exp = get_experiment(request.experiment)
@@ -187,7 +187,7 @@ def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, 
 
     from cogtestbed.llm_adapters.runs.rundir import CONFIG_FILE
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.monitor_checks import checked_monitor
+    from cogtestbed.validation.design.monitor_file import checked_monitor
 
     design = checked_monitor(design, "the plan's monitor")  # before the first call
     resume = bool(requests[0].resume)
@@ -239,7 +239,7 @@ def replay_monitor(run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
     """Every recorded step of the monitored run in ``run_dir`` recomputed from its trial table (every subject
     re-fitted): each step with the recorded values beside it, ``reproduced`` and ``differs``; whether all are."""
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.monitor_checks import checked_monitor
+    from cogtestbed.validation.design.monitor_file import checked_monitor
 
     design = checked_monitor(json.loads((run_dir / MONITOR_DESIGN).read_text()), str(run_dir / MONITOR_DESIGN))
     recorded = recorded_steps(run_dir)

@@ -276,7 +276,8 @@ class Heartbeat:
 
         self.say, self.interval = say, interval
         self.start = time.monotonic()
-        self.name, self.done, self.total, self.since, self.detail = "starting", 0, 0, self.start, ""
+        self.name, self.done, self.total, self.since = "starting", 0, 0, self.start
+        self.detail: str | Callable[[int], str] = ""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="plan-heartbeat", daemon=True)
 
@@ -288,8 +289,9 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=1.0)  # a line under way is said before the caller's closing line
 
-    def phase(self, name: str, total: int = 0, detail: str = "") -> None:
-        """A new phase of ``total`` units (0: unknown)."""
+    def phase(self, name: str, total: int = 0, detail: str | Callable[[int], str] = "") -> None:
+        """A new phase of ``total`` units (0: unknown); ``detail``: a note after the count, or a function of
+        the units done in the phase that writes it (a running count that includes the phase's own units)."""
         self.name, self.done, self.total, self.detail = name, 0, max(0, int(total)), detail
         self.since = time.monotonic()
 
@@ -304,7 +306,8 @@ class Heartbeat:
         else:
             eta = "ETA unknown" if not self.total else "ETA once the first result is in"
         count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,} done" if self.done else "under way"
-        detail = f" ({self.detail})" if self.detail else ""
+        note = self.detail(self.done) if callable(self.detail) else self.detail
+        detail = f" ({note})" if note else ""
         return f"{self.name}: {count}{detail}, {clock(now - self.start)} elapsed, {eta}"
 
     def _beat(self) -> None:

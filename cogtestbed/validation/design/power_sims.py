@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -146,9 +146,8 @@ class PowerEvaluator:
             hb = beat()
             if hb is not None:
                 what = self.label or "fixed plan: simulating"
-                so_far = f"{len(self.done)} designs and {self.simulations:,} simulated studies so far" \
-                    if self.label is None else ""
-                hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks), so_far)
+                hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks),
+                         self._so_far(point) if self.label is None else "")
             if self.reusing:
                 tasks = [{**t, "reuse": self.reuse.get(_reuse_key(point, t), {}), "one_size": self.one_size}
                          for t in tasks]
@@ -157,6 +156,15 @@ class PowerEvaluator:
             self.done[point] = sims
             self.simulations += len(tasks)
         return self.estimate(point)
+
+    def _so_far(self, point: Point) -> Callable[[int], str]:
+        """The heartbeat's running count: designs simulated before ``point`` and every simulated study
+        finished, ``point``'s own included as they finish."""
+        designs, before = len([p for p in self.done if p != point]), self.simulations
+
+        def note(done_here: int) -> str:
+            return f"{designs} earlier designs; {before + done_here:,} simulated studies so far"
+        return note
 
     def llm_values(self, point: Point) -> list[np.ndarray]:
         """The LLM group's per-subject values (the test's scale) of each study of :meth:`table` at

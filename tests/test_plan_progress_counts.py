@@ -26,3 +26,20 @@ def test_power_evaluator_running_count_includes_the_design_under_way() -> None:
     hb.phase("fixed plan: simulating 8 runs", 24, ev._so_far("third"))  # type: ignore[arg-type]
     hb.advance(5)
     assert "(2 earlier designs; 53 simulated studies so far)" in hb.line()
+
+
+def test_a_new_design_has_an_eta_from_the_last_design_rate_before_its_first_result() -> None:
+    from cogtestbed.progress import clock
+    from cogtestbed.validation.design.space import Point
+
+    ev = PowerEvaluator.__new__(PowerEvaluator)
+    ev.seconds_per_unit = None
+    assert ev.expected_seconds(Point(1, 4, 100), 24) is None  # before the first look: no rate
+    ev.seconds_per_unit = 0.001  # 1 ms a simulated trial
+    expected = ev.expected_seconds(Point(1, 4, 200), 24)
+    assert expected == 0.001 * 24 * 4 * 200
+    hb = Heartbeat(lambda _: None)
+    hb.phase("fixed plan: simulating 4 runs, 200 trials per run", 24, "", expected)
+    assert f"0/24, {clock(0.0)} elapsed, ETA" in hb.line() and "(at the last design's rate)" in hb.line()
+    hb.advance(12)
+    assert "at the last design's rate" not in hb.line()  # its own rate once a result is in

@@ -360,7 +360,19 @@ class Planner:
     def combos(self, grids: Sequence[Sequence[int]]) -> list[dict[str, int]]:
         names = [a.name for a in self.others]
         out = [dict(zip(names, values, strict=True)) for values in _product(grids)]
+        self.price_sessions(out)
         return sorted(out, key=lambda c: cost_key(self.unit_cost(c)) * self.sessions(self.point(1, c)))
+
+    def price_sessions(self, combos: Sequence[Mapping[str, int]]) -> None:
+        """One session of each combination's design priced (a dry run each), counted on the heartbeat."""
+        from cogtestbed.progress import beat, tick
+
+        hb = beat()
+        if hb is not None and len(combos) > 1:
+            hb.phase("fixed plan: pricing a session of each design (dry run, each prompt rendered)", len(combos))
+        for combo in combos:
+            self.unit_cost(combo)
+            tick()
 
     def refine_combos(self) -> list[dict[str, int]]:
         """Midpoints of the coarse grid next to the best combination, one axis at a time."""

@@ -43,3 +43,17 @@ def test_a_new_design_has_an_eta_from_the_last_design_rate_before_its_first_resu
     assert f"0/24, {clock(0.0)} elapsed, ETA" in hb.line() and "(at the last design's rate)" in hb.line()
     hb.advance(12)
     assert "at the last design's rate" not in hb.line()  # its own rate once a result is in
+
+
+def test_pricing_each_design_is_a_counted_phase() -> None:
+    from cogtestbed.progress import heartbeat
+    from cogtestbed.validation.design.plan import Planner
+
+    planner = Planner.__new__(Planner)
+    priced: list[int] = []
+    planner.unit_cost = lambda combo: priced.append(combo["trials"])  # type: ignore[method-assign]
+    with heartbeat(lambda _: None, interval=3600) as hb:
+        assert hb is not None
+        planner.price_sessions([{"trials": t} for t in (100, 200, 300)])
+        assert hb.name.startswith("fixed plan: pricing a session of each design") and (hb.done, hb.total) == (3, 3)
+    assert priced == [100, 200, 300]

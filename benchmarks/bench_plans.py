@@ -242,12 +242,16 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
                                "main_cpu": seen.get(child.pid, (0.0, 0.0))[0],
                                "processes": len(seen)}
         out["idle_wall"] = idle_wall(out["cpu"], out["main_cpu"])
+        out["eta_errors"] = eta_errors(said)
         if status != "0":
             out["last"] = (err.strip().splitlines() or [""])[-1][:800]
         plan_json = Path(tmp) / "plan" / "plan.json"
         payload = json.loads(plan_json.read_text()) if plan_json.exists() else None
     if payload is not None:
         out["slowest"] = slowest(payload)
+        chosen, power = payload.get("chosen") or {}, payload.get("power") or {}
+        if chosen.get("design"):
+            out["answer"] = f"{chosen['design']}, power {power.get('rate')} ({power.get('sims')} sims)"
     look = LOOK.search(" ".join(err.split()))
     if look:
         lo, hi = seconds_of(look["lo"]), seconds_of(look["hi"])
@@ -268,6 +272,40 @@ def run(command: str, limit: float, root: Path = ROOT, cpu_limit: float | None =
     return out
 
 
+def headline_plans() -> list[tuple[str, str]]:
+    """(experiment: question, command) of every headline question the experiments declare
+    (``ExperimentSpec.headline_questions``), each on 2 workers."""
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    out = []
+    for name in experiment_names():
+        for q in get_experiment(name).headline_questions:
+            out.append((f"{name}: {q.name}", shlex.join(["cogtestbed", "plan", name, *q.plan_args, "--workers", "2"])))
+    return out
+
+
+HEARTBEAT = re.compile(r"^(?P<phase>[^:]+: [^:]+): (?P<done>[\d,]+)/(?P<total>[\d,]+).*ETA (?P<eta>[^,]+)$")
+
+
+def eta_errors(said: list[tuple[float, str]]) -> list[float]:
+    """The ratio (≥ 1, either way) of each heartbeat ETA printed after the first design's result to the time
+    its phase actually took to end (its next line that is not the phase's own heartbeat)."""
+    out, first_done = [], False
+    for i, (t, line) in enumerate(said):
+        if not first_done:
+            first_done = " sims)" in line
+            continue
+        m = HEARTBEAT.match(line.strip())
+        eta = seconds_of(m["eta"]) if m else None
+        if m is None or eta is None:
+            continue
+        end = next((t2 for t2, later in said[i + 1:] if not later.strip().startswith(m["phase"] + ":")), None)
+        if end is not None:
+            real = end - t
+            out.append(max(eta, 1.0) / max(real, 1.0) if eta >= real else max(real, 1.0) / max(eta, 1.0))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=300.0, help="seconds before a plan is stopped")
@@ -278,9 +316,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="with --baseline: old/new pairs per plan")
     ap.add_argument("--cpu-limit", type=float, default=None,
                     help="CPU seconds (process tree) before a plan is stopped: on a loaded machine, not wall")
+    ap.add_argument("--headline", action="store_true",
+                    help="the experiments' declared headline questions (paper design, two LLMs) instead of the docs'")
     args = ap.parse_args()
-    plans = [(f, c) for f, c in documented_plans() if args.only is None or args.only in c]
-    print(f"{len(plans)} documented plan commands")
+    plans = [(f, c) for f, c in (headline_plans() if args.headline else documented_plans())
+             if args.only is None or args.only in c]
+    print(f"{len(plans)} {'headline' if args.headline else 'documented'} plan commands")
     picked = None if args.pick is None else {int(k) for k in args.pick.split(",")}
     for i, (where, command) in enumerate(plans, 1):
         if picked is not None and i not in picked:
@@ -301,6 +342,10 @@ def main() -> None:
         est = look_words(r)
         over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
         last = f"; said: {r['last']}" if r.get("last") else ""
+        if r.get("eta_errors"):
+            last += f"; ETA error after the first design: at most {max(r['eta_errors']):.1f}x ({len(r['eta_errors'])})"
+        if r.get("answer"):
+            last += f"; answer: {r['answer']}"
         print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)
 
 

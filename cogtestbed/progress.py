@@ -276,7 +276,9 @@ class Heartbeat:
 
         self.say, self.interval = say, interval
         self.start = time.monotonic()
-        self.name, self.done, self.total, self.since, self.detail = "starting", 0, 0, self.start, ""
+        self.name, self.done, self.total, self.since = "starting", 0, 0, self.start
+        self.detail: str | Callable[[int], str] = ""
+        self.expected: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="plan-heartbeat", daemon=True)
 
@@ -288,9 +290,13 @@ class Heartbeat:
         self._stop.set()
         self._thread.join(timeout=1.0)  # a line under way is said before the caller's closing line
 
-    def phase(self, name: str, total: int = 0, detail: str = "") -> None:
-        """A new phase of ``total`` units (0: unknown)."""
+    def phase(self, name: str, total: int = 0, detail: str | Callable[[int], str] = "",
+              expected: float | None = None) -> None:
+        """A new phase of ``total`` units (0: unknown); ``detail``: a note after the count, or a function of
+        the units done in the phase that writes it (a running count that includes the phase's own units);
+        ``expected``: the phase's seconds as predicted from earlier work, its ETA until its first unit is done."""
         self.name, self.done, self.total, self.detail = name, 0, max(0, int(total)), detail
+        self.expected = expected
         self.since = time.monotonic()
 
     def advance(self, units: int = 1) -> None:
@@ -301,10 +307,13 @@ class Heartbeat:
         took = now - self.since
         if self.total and self.done:
             eta = f"ETA {clock(took / self.done * max(0, self.total - self.done))}"
+        elif self.total and self.expected is not None:
+            eta = f"ETA {clock(max(0.0, self.expected - took))} (at the last design's rate)"
         else:
             eta = "ETA unknown" if not self.total else "ETA once the first result is in"
         count = f"{self.done:,}/{self.total:,}" if self.total else f"{self.done:,} done" if self.done else "under way"
-        detail = f" ({self.detail})" if self.detail else ""
+        note = self.detail(self.done) if callable(self.detail) else self.detail
+        detail = f" ({note})" if note else ""
         return f"{self.name}: {count}{detail}, {clock(now - self.start)} elapsed, {eta}"
 
     def _beat(self) -> None:

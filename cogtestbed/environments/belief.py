@@ -62,6 +62,7 @@ from cogtestbed.environments.bayesnets import (
     default_phrasebook,
     load_network,
 )
+from cogtestbed.environments.bounded_box import BoundedBox
 from cogtestbed.environments.forms import PromptForm, standard_forms
 from cogtestbed.environments.parsing import normalize_numerals
 from cogtestbed.errors import InputError
@@ -538,7 +539,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
                                                                                      strict=True)))
 
     def _phase(self, kind: int, arg: int) -> Phase:
-        belief_space = spaces.Box(0.0, 1.0, shape=(2,), dtype=np.float64)
+        belief_space = BoundedBox(0.0, 1.0, shape=(2,))
         if kind == BELIEF:
             return Phase(f"belief_{VARIANTS[arg]}", belief_space, parse_belief)
         if kind == DECISION:
@@ -547,7 +548,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
             return Phase(f"lie_cond_{arg}", belief_space, parse_belief)
         assert self.gt.lie_node is not None
         states = self.gt.network.states[self.gt.lie_node]
-        return Phase("lie_aux", spaces.Box(0.0, 1.0, shape=(len(states),), dtype=np.float64),
+        return Phase("lie_aux", BoundedBox(0.0, 1.0, shape=(len(states),)),
                      lambda text: parse_labelled(text, states))
 
     @classmethod

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cogtestbed.experiments._adaptive import AdaptiveDecl
-from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl, lazy
+from cogtestbed.experiments.spec import ExperimentSpec, Generator, HeadlineQuestion, MetricsSpec, StudyDecl, lazy
 from cogtestbed.inference.adaptive_belief import ADAPTIVE_MODEL, adaptive_space, fixed_design_only, observations
 from cogtestbed.inference.belief import COMPARISONS, METRIC_OPTIONS, TESTS, belief_metrics, belief_test
 from cogtestbed.inference.belief_models import MODELS, mnl_uncentred
@@ -97,6 +97,16 @@ SPEC = ExperimentSpec(
         StudyDecl("recovery", "4-parameter MNL at the paper design (200 contexts x 5)", model="mnl"),
         StudyDecl("recovery", "loss-form decider (c_FP, c_D, scale, gamma)", model="loss"),
     ),
+    headline_questions=tuple(
+        HeadlineQuestion(name, description, ("--metric", metric, "--compare", *settings, "--llm", "openai:gpt-4o",
+                                             "--llm", "openai:gpt-4o-mini", "--runs", "2:20"))
+        for name, description, metric, settings in (
+            ("T1a", "kNN CMI I(A; θ | p) between two LLMs (leaks of .02 and .05)", "t1_cmi",
+             ("leak:leak=0.02", "leak:leak=0.05")),
+            ("T1c", "likelihood-ratio statistic between two LLMs (leaks of .02 and .05)", "t1_lr",
+             ("leak:leak=0.02", "leak:leak=0.05")),
+            ("T3", "largest report RMSE over the scoring variants between two LLMs", "t3",
+             ("loss-report:shift=0.1", "loss-report:shift=0.25")))),
     adaptive=AdaptiveDecl(ADAPTIVE_MODEL, adaptive_space,
                           "the p* bin of the next context (the instrument's non-empty bins; a configuration drawn "
                           "within it as the fixed design draws it)", observations=observations,

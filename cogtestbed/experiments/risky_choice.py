@@ -4,7 +4,14 @@ in Psych-201): prospect-theory and expected-value deciders."""
 from cogtestbed.data.spektor2024 import DATA_SET, parse_spektor2024
 from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments._psych201 import psych201_importer
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.risky import HEADLINE, MODEL_KEYS, MODELS, adaptive_space, risky_metrics
 from cogtestbed.metrics_result import MetricComparison
 from cogtestbed.tables.risky import EXPERIMENT, SCHEMA
@@ -43,5 +50,9 @@ SPEC = ExperimentSpec(
         StudyDecl("metric-power", "p_risky: λ 1.0 vs 2.0", metric="p_risky", agent="prospect-theory",
                   compare=({**_PT, "lambda": 1.0}, {**_PT, "lambda": 2.0}), runs=(5, 10, 20)),
     ),
+    headline_questions=(
+        HeadlineQuestion("lambda", "loss aversion λ of an LLM against all 282 of Spektor's people",
+                         ("--model", "prospect-theory", "--effect", "lambda=0.5", "--llm", "openai:gpt-4o-mini",
+                          "--population", "human:spektor2024-all", "--subjects", "5:60")),),
     adaptive=AdaptiveDecl("prospect-theory", adaptive_space, "the design's distinct lottery pairs (83 for Exp. 2)"),
 )

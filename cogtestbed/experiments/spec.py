@@ -418,6 +418,17 @@ class PhenotypeReference:
 
 
 @dataclass(frozen=True)
+class HeadlineQuestion:
+    """A question a researcher of the experiment's paper asks first, declared as data: ``plan_args`` are the
+    ``cogtestbed plan EXPERIMENT`` arguments that plan it at the paper's design between two LLMs (or an LLM and
+    the paper's people); ``benchmarks/bench_plans.py --headline`` plans and times each."""
+
+    name: str
+    description: str
+    plan_args: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ExperimentSpec:
     """Everything generic code needs to know about one experiment (see the module docstring).
 
@@ -453,6 +464,8 @@ class ExperimentSpec:
     #: (:class:`~cogtestbed.experiments._adaptive.AdaptiveDecl`), or why the trials cannot be chosen
     #: freely (a one-line reason; ``None``: none declared).
     adaptive: AdaptiveDecl | str | None = None
+    #: The paper's headline questions as plans (:class:`HeadlineQuestion`; empty: none declared yet).
+    headline_questions: tuple[HeadlineQuestion, ...] = ()
 
     def __post_init__(self) -> None:
         problems = self._declared_problems()

@@ -45,6 +45,23 @@ def forms_effect(model: str | None, effect: Any) -> tuple[str, float]:
     return name, float(size)
 
 
+def refuse_metric_target(target: Any, facts: Any) -> None:
+    """A forms plan of a metric or test target, refused in one line that says why and names the nearest
+    plannable questions: the forms' spread enters the plan as a random effect on a model parameter's
+    per-subject MLE; a metric comparison tests the two groups' per-run estimates by permutation, whose
+    exact null has no term for a shift shared by one form's runs."""
+    what = (f"`metric` {target.metric}" if getattr(target, "metric", None) is not None
+            else f"`test` {target.test}" if getattr(target, "test", None) is not None else None)
+    if what is None:
+        return
+    models = ", ".join(facts.models) if facts.models else None
+    raise InputError(
+        f"`forms` plans wording as a random effect on a model parameter's per-subject estimate; {what} is tested "
+        "by a permutation of per-run estimates, which has no term for a shift shared by one form's runs: plan "
+        f"the same {what} without `forms` and `form_sd` (one form per LLM)"
+        + (f", or `forms` with `model` ({models}) and `effect` NAME=SIZE" if models else ""))
+
+
 def form_sd_of(form_sd: Any) -> dict[str, float]:
     """``form_sd`` as ``{PARAM: SD}``."""
     from cogtestbed.environments.forms import parse_form_sd
@@ -61,6 +78,7 @@ def check_forms(exp: Any, req: Any) -> None:
 
     facts = facts_of(exp)
     tg = req.target
+    refuse_metric_target(tg, facts)
     if req.people.population is not None:
         raise InputError("`forms` plans prompt forms around the model's medians; `population` is not planned with "
                          "forms yet: drop one")

@@ -360,7 +360,19 @@ class Planner:
     def combos(self, grids: Sequence[Sequence[int]]) -> list[dict[str, int]]:
         names = [a.name for a in self.others]
         out = [dict(zip(names, values, strict=True)) for values in _product(grids)]
+        self.price_sessions(out)
         return sorted(out, key=lambda c: cost_key(self.unit_cost(c)) * self.sessions(self.point(1, c)))
+
+    def price_sessions(self, combos: Sequence[Mapping[str, int]]) -> None:
+        """One session of each combination's design priced (a dry run each), counted on the heartbeat."""
+        from cogtestbed.progress import beat, tick
+
+        hb = beat()
+        if hb is not None and len(combos) > 1:
+            hb.phase("fixed plan: pricing a session of each design (dry run, each prompt rendered)", len(combos))
+        for combo in combos:
+            self.unit_cost(combo)
+            tick()
 
     def refine_combos(self) -> list[dict[str, int]]:
         """Midpoints of the coarse grid next to the best combination, one axis at a time."""
@@ -414,7 +426,7 @@ class Planner:
         groups the conditional power tests against the real participants (:func:`conditional_groups`)."""
         return one_size_table(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
                               chosen.point, chosen.estimate.sims, self.power.workers,
-                              "fixed plan: fresh studies for the recovery at")
+                              "fixed plan: fresh studies for the recovery at", self.power.seconds_per_unit)
 
     def extend_sizes(self) -> None:
         """Double the size axis's top (to :attr:`extend_to`) while a combination failed only for
@@ -543,11 +555,14 @@ class Planner:
         return out
 
 
-def one_size_table(spec: PlannedStudy, point: Point, sims: int, workers: int, label: str) -> pd.DataFrame:
+def one_size_table(spec: PlannedStudy, point: Point, sims: int, workers: int, label: str,
+                   seconds_per_unit: float | None = None) -> pd.DataFrame:
     """``sims`` simulated studies of ``spec`` at ``point`` (a plan's fresh or calibration studies: one
     size), the rows a study of that design gives; an LLM against people's also carry each study's
-    LLM group (column ``llm_values``: :meth:`PowerEvaluator.llm_values`)."""
+    LLM group (column ``llm_values``: :meth:`PowerEvaluator.llm_values`).  ``seconds_per_unit``: the
+    search's last rate, the heartbeat's ETA until the first of these studies is in."""
     evaluator = PowerEvaluator(spec, workers, label, one_size=True)
+    evaluator.seconds_per_unit = seconds_per_unit
     evaluator.ensure_and_close(point, sims)
     table = evaluator.table(point)
     if evaluator.reusing:

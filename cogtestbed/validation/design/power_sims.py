@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -121,6 +122,11 @@ def outcome_column(spec: PlannedStudy) -> str:
     return "rejected" if spec.kind in ("test-size", "test-power") else "detected"
 
 
+def _units(point: Point) -> float:
+    """A simulation's size in trials: subjects × runs × trials (1 trial where the design fixes them)."""
+    return float(point.subjects) * float(point.runs) * float(point.trials or 1)
+
+
 class PowerEvaluator:
     """Simulated power of designs through the generic study tasks, extended in batches.
 
@@ -141,6 +147,8 @@ class PowerEvaluator:
         self.done: dict[Point, int] = {}
         self.pool: ProcessPoolExecutor | None = None
         self.simulations = 0
+        #: Wall seconds per simulated trial (subjects × runs × trials) of the last look: the next look's ETA.
+        self.seconds_per_unit: float | None = None
         #: An LLM against people (issue 71): each repetition's people and LLM subjects are fitted once,
         #: their values kept here per (design but its size, repetition) and handed to the next size's task.
         self.reusing = reuses_fits(spec)
@@ -169,17 +177,32 @@ class PowerEvaluator:
             hb = beat()
             if hb is not None:
                 what = self.label or "fixed plan: simulating"
-                so_far = f"{len(self.done)} designs and {self.simulations:,} simulated studies so far" \
-                    if self.label is None else ""
-                hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks), so_far)
+                hb.phase(f"{what} {point.label(size_axis_name(self.spec))}", len(tasks),
+                         self._so_far(point) if self.label is None else "", self.expected_seconds(point, len(tasks)))
             if self.reusing:
                 tasks = [{**t, "reuse": self.reuse.get(_reuse_key(point, t), {}), "one_size": self.one_size}
                          for t in tasks]
+            start = time.perf_counter()
             rows = self._run(study.model_dump_json(), tasks)
+            self.seconds_per_unit = (time.perf_counter() - start) / (len(tasks) * _units(point))
             self.rows.setdefault(point, []).extend(self._kept(point, rows) if self.reusing else rows)
             self.done[point] = sims
             self.simulations += len(tasks)
         return self.estimate(point)
+
+    def expected_seconds(self, point: Point, sims: int) -> float | None:
+        """Seconds ``sims`` simulations of ``point`` take at the last look's rate per simulated trial
+        (subjects × runs × trials); None before the first look."""
+        return None if self.seconds_per_unit is None else self.seconds_per_unit * sims * _units(point)
+
+    def _so_far(self, point: Point) -> Callable[[int], str]:
+        """The heartbeat's running count: designs simulated before ``point`` and every simulated study
+        finished, ``point``'s own included as they finish."""
+        designs, before = len([p for p in self.done if p != point]), self.simulations
+
+        def note(done_here: int) -> str:
+            return f"{designs} earlier designs; {before + done_here:,} simulated studies so far"
+        return note
 
     def llm_values(self, point: Point) -> list[np.ndarray]:
         """The LLM group's per-subject values (the test's scale) of each study of :meth:`table` at

@@ -1,0 +1,51 @@
+"""Each experiment's paper's headline questions are declared as data (``ExperimentSpec.headline_questions``) and
+``benchmarks/bench_plans.py --headline`` plans them; its ETA error is read from the plan's heartbeat lines."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_plans_headline", ROOT / "benchmarks" / "bench_plans.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_plans_headline"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_belief_coherence_declares_t1a_t1c_t3_on_comparable_metrics() -> None:
+    from cogtestbed.registry import get_experiment
+
+    exp = get_experiment("belief-coherence")
+    questions = {q.name: q for q in exp.headline_questions}
+    assert list(questions) == ["T1a", "T1c", "T3"]
+    for q, metric in zip(questions.values(), ("t1_cmi", "t1_lr", "t3"), strict=True):
+        args = list(q.plan_args)
+        assert args[args.index("--metric") + 1] == metric
+        assert exp.metrics.comparability(metric).comparable
+        settings = args[args.index("--compare") + 1:args.index("--compare") + 3]
+        assert all(s.split(":")[0] in exp.agents for s in settings)
+        assert args.count("--llm") == 2
+
+
+def test_headline_commands_list_every_declared_question() -> None:
+    commands = dict(_bench().headline_plans())
+    assert commands["belief-coherence: T1a"].startswith("cogtestbed plan belief-coherence --metric t1_cmi")
+    assert "--population human:spektor2024-all" in commands["risky-choice: lambda"]
+
+
+def test_eta_error_compares_each_eta_after_the_first_design_with_the_phase_end() -> None:
+    bench = _bench()
+    said = [(10.0, "fixed plan: simulating 4 runs, 100 trials per run: 12/24 (x), 10 s elapsed, ETA 19 s\n"),
+            (20.0, "4 runs, 50 contexts × 2 repetitions (100 trials per run): power 0 [0, 0.14] (24 sims)\n"),
+            (30.0, "fixed plan: simulating 4 runs, 200 trials per run: 6/24 (x), 3 min 20 s elapsed, ETA 1 min 00 s\n"),
+            (40.0, "fixed plan: simulating 4 runs, 200 trials per run: 12/24 (x), 3 min 30 s elapsed, ETA 10 s\n"),
+            (50.0, "4 runs, 100 contexts × 2 repetitions (200 trials per run): power 0 [0, 0.14] (24 sims)\n")]
+    assert bench.eta_errors(said) == pytest.approx([3.0, 1.0])  # 60 s said, 20 s took; 10 s said, 10 s took

@@ -1,0 +1,59 @@
+"""The plan's heartbeat counts what is done: the simulated studies of the design under way are in its
+running count as they finish (it printed "0 designs and 0 simulated studies so far" while 23 were done)."""
+
+from __future__ import annotations
+
+from cogtestbed.progress import Heartbeat
+from cogtestbed.validation.design.power_sims import PowerEvaluator
+
+
+def test_heartbeat_detail_counts_the_phase_units_as_they_finish() -> None:
+    hb = Heartbeat(lambda _: None)
+    hb.phase("simulating", 24, lambda done: f"{10 + done} so far")
+    assert "(10 so far)" in hb.line()
+    hb.advance(23)
+    assert "23/24 (33 so far)" in hb.line()
+
+
+def test_power_evaluator_running_count_includes_the_design_under_way() -> None:
+    ev = PowerEvaluator.__new__(PowerEvaluator)
+    ev.done, ev.simulations = {}, 0
+    hb = Heartbeat(lambda _: None)
+    hb.phase("fixed plan: simulating 4 runs", 24, ev._so_far("first"))  # type: ignore[arg-type]
+    hb.advance(23)
+    assert "23/24 (0 earlier designs; 23 simulated studies so far)" in hb.line()
+    ev.done, ev.simulations = {"first": 24, "second": 24}, 48  # type: ignore[dict-item]
+    hb.phase("fixed plan: simulating 8 runs", 24, ev._so_far("third"))  # type: ignore[arg-type]
+    hb.advance(5)
+    assert "(2 earlier designs; 53 simulated studies so far)" in hb.line()
+
+
+def test_a_new_design_has_an_eta_from_the_last_design_rate_before_its_first_result() -> None:
+    from cogtestbed.progress import clock
+    from cogtestbed.validation.design.space import Point
+
+    ev = PowerEvaluator.__new__(PowerEvaluator)
+    ev.seconds_per_unit = None
+    assert ev.expected_seconds(Point(1, 4, 100), 24) is None  # before the first look: no rate
+    ev.seconds_per_unit = 0.001  # 1 ms a simulated trial
+    expected = ev.expected_seconds(Point(1, 4, 200), 24)
+    assert expected == 0.001 * 24 * 4 * 200
+    hb = Heartbeat(lambda _: None)
+    hb.phase("fixed plan: simulating 4 runs, 200 trials per run", 24, "", expected)
+    assert f"0/24, {clock(0.0)} elapsed, ETA" in hb.line() and "(at the last design's rate)" in hb.line()
+    hb.advance(12)
+    assert "at the last design's rate" not in hb.line()  # its own rate once a result is in
+
+
+def test_pricing_each_design_is_a_counted_phase() -> None:
+    from cogtestbed.progress import heartbeat
+    from cogtestbed.validation.design.plan import Planner
+
+    planner = Planner.__new__(Planner)
+    priced: list[int] = []
+    planner.unit_cost = lambda combo: priced.append(combo["trials"])  # type: ignore[method-assign]
+    with heartbeat(lambda _: None, interval=3600) as hb:
+        assert hb is not None
+        planner.price_sessions([{"trials": t} for t in (100, 200, 300)])
+        assert hb.name.startswith("fixed plan: pricing a session of each design") and (hb.done, hb.total) == (3, 3)
+    assert priced == [100, 200, 300]

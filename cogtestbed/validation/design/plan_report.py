@@ -29,7 +29,7 @@ from cogtestbed.validation.design.pricing import Pricer, tokens_source
 from cogtestbed.validation.design.seqauto import calibration_level
 from cogtestbed.validation.design.space import sessions_per_llm, study_at
 from cogtestbed.validation.studies.conditional import conditional_section, conditional_words
-from cogtestbed.validation.studies.people_level import calibrated_section, calibrated_words
+from cogtestbed.validation.studies.people_level import calibrated_section, calibrated_words, null_study_count
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
 
@@ -159,7 +159,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
     chosen = result.chosen
     assert chosen.cost is not None
     at_chosen = study_at(result.spec, chosen.point, chosen.estimate.sims)
-    target = calibration_level(result.spec.level, chosen.estimate.sims)
+    target = calibration_level(result.spec.level, null_study_count(chosen.estimate.sims))
     nulls = calibration_nulls(result, target)  # an LLM against people: run once, read by two sections
     cost = {**chosen.cost.as_dict(), **tokens_source(pricer)}
     if pilot is not None and pilot.completion_tokens_per_call is not None:

@@ -61,3 +61,26 @@ def test_a_mean_summary_has_a_mean_interval() -> None:
     lo, hi = bootstrap_interval(v, p)
     assert default_summary(v, p) == pytest.approx(v.mean()) and lo < v.mean() < hi
     assert hi - lo == pytest.approx(2 * 1.96 * v.std(ddof=1) / np.sqrt(200), rel=0.15)
+
+
+def test_the_plans_recovery_names_its_test_and_the_estimands_scale() -> None:
+    """The LLM-against-people λ plan compares λ by the rank test on the log scale: its summary says so
+    (its estimand 1.31 for an asked 0.5 is a difference of mean log λ, not of λ)."""
+    from cogtestbed.formatting import num
+    from cogtestbed.validation.design.plan_text import recovery_line
+    from cogtestbed.validation.design.recovery import test_and_scale
+    from cogtestbed.validation.studies.study_kinds import study_spec
+
+    model = get_experiment("risky-choice").model("prospect-theory")
+    two = study_spec(kind="power", experiment="risky-choice", models=("prospect-theory",), effect="lambda",
+                     effect_size=0.5, groups=2, subjects=(4,), reps=1, seed=0)
+    named = test_and_scale(two, model)
+    rank = "lambda" in getattr(model, "rank_tested_parameters", ())
+    assert named["test_name"] == ("Brunner-Munzel rank test" if rank else "Welch t-test")
+    assert named["estimand_scale"] == ("the difference of the groups' mean log lambda (the test's scale); the effect "
+                                       "asked: lambda +0.5 on its own scale")
+    one = test_and_scale(two.model_copy(update={"groups": 1}), model)
+    assert one["test_name"] == "one-sample t-test" and "mean shift of log lambda" in one["estimand_scale"]
+    line = recovery_line({"effect_bias": 0.04, "estimand": 1.31, **named, "studies": 10})
+    assert f"(estimand {num(1.31)}: the difference of the groups' mean log lambda" in line
+    assert f"test: {named['test_name']}" in line

@@ -232,7 +232,8 @@ def recovery_warnings(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | Non
     if size and abs(bias) > BIAS_SHARE * abs(size):
         out.append(f"the per-subject MLE of {rec['effect']} ({fit}) is biased by {abs(bias) / abs(size):.0%} of the "
                    f"effect {where} ({bias:+.3g} against the population mean {rec['estimand']:.3g}, "
-                   f"{rec.get('studies', 'the')} fresh simulated studies): the plan's t-test stays a valid test of "
+                   f"{rec.get('studies', 'the')} fresh simulated studies): the plan's "
+                   f"{rec.get('test_name', 't-test')} stays a valid test of "
                    "whether the effect is zero (its error rates are the simulated ones), but its estimate and "
                    f"interval must not be reported as the effect's size; {remedy}")
     if cov is not None and nominal is not None and cov < nominal - COVERAGE_SLACK:

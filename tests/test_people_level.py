@@ -4,18 +4,25 @@ counts (the study that measures its level, 1,000 studies at three ratios, is
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from cogtestbed.errors import InputError
 from cogtestbed.inference.population import load_population
+from cogtestbed.validation.design.seqauto import calibration_level
 from cogtestbed.validation.studies.driver import run_study
 from cogtestbed.validation.studies.people_level import (
+    MIN_NULL_STUDIES,
     calibrated_critical_p,
     calibrated_power,
     calibrated_section,
     calibrated_words,
+    calibration_from_nulls,
+    nominal_holds,
+    null_study_count,
 )
 from cogtestbed.validation.studies.study_kinds import study_spec
 
@@ -71,9 +78,29 @@ def test_a_plans_calibrated_section_is_for_people_and_says_when_too_few_null_stu
     short = calibrated_section(spec, rows, -0.02)
     assert "10 null studies cannot calibrate" in short["reason"] and calibrated_words(short) == ""
     assert "no fresh studies" in calibrated_section(spec, None, 0.03)["reason"]
-    words = calibrated_words({"critical_p": 0.0312, "null_sims": 300, "power": {"rate": 0.81, "mc_se": 0.02}})
-    assert words == ("; calibrated test (critical p 0.0312 from 300 null studies at these trial counts): "
-                     "power 0.810 ± 0.020")
+    above = {"critical_p": 0.0312, "null_sims": 1000, "power": {"rate": 0.81, "mc_se": 0.02}, "nominal_rate": 0.071,
+             "nominal_rate_mc_se": 0.0069, "nominal_holds": False}
+    assert calibrated_words(above) == (
+        "; the nominal test is above its level (nominal type-I 0.071 ± 0.007 on 1,000 null studies at these trial "
+        "counts): use the calibrated test (critical p 0.0312): power 0.810 ± 0.020")
+    holds = {**above, "nominal_rate": 0.055, "nominal_holds": True}
+    assert calibrated_words(holds) == ("; the nominal test holds its level here (nominal type-I 0.055 ± 0.007 on "
+                                       "1,000 null studies at these trial counts): use it")
+
+
+def test_a_critical_p_is_calibrated_on_at_least_1000_null_studies_and_the_nominal_test_kept_where_it_holds() -> None:
+    """From 178 null studies the critical p was the 4th smallest p-value (for an exact test anywhere in
+    ≈ [0.006, 0.048]); from 1,000 it is the 38th, and a nominal test within 2 MC SE of α is kept."""
+    assert null_study_count(178) == MIN_NULL_STUDIES == 1000 and null_study_count(1500) == 1500
+    target = calibration_level(0.05, null_study_count(178))
+    assert math.floor(target * 1000) + 1 == 38
+    se = math.sqrt(0.05 * 0.95 / 1000)
+    assert nominal_holds(int(1000 * (0.05 + 2 * se)), 1000, 0.05)  # 63 of 1,000: within 2 MC SE
+    assert not nominal_holds(int(1000 * (0.05 + 2 * se)) + 1, 1000, 0.05)
+    null = np.random.default_rng(0).uniform(size=1000)  # an exact test's p-values
+    out = calibration_from_nulls(null, target, 0.05)
+    assert out["nominal_holds"] and out["nominal_rate"] == pytest.approx(np.mean(null < 0.05))
+    assert 0.02 < out["critical_p"] < 0.06 and out["rejected"] <= target * 1000
 
 
 def test_a_plan_against_a_population_refuses_other_trials_than_the_peoples_before_simulating(monkeypatch) -> None:

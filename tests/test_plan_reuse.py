@@ -110,9 +110,11 @@ def test_a_plans_calibration_nulls_are_the_calibrations_own_studies_and_the_cond
 
     from cogtestbed.validation.design.plan import calibration_nulls, one_size_table
     from cogtestbed.validation.design.space import study_at
+    from cogtestbed.validation.studies import people_level
     from cogtestbed.validation.studies.conditional import conditional_on_sample
     from cogtestbed.validation.studies.people_level import calibrated_section
 
+    monkeypatch.setattr(people_level, "MIN_NULL_STUDIES", 0)  # as many null studies as fresh ones: a short test
     spec, point = _spec(), Point(12, 1, 48)
     fresh = one_size_table(spec, point, 6, 1, "test")
     result = SimpleNamespace(spec=spec, fresh=fresh, chosen=SimpleNamespace(point=point), workers=1)

@@ -180,6 +180,9 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     monkeypatch.setattr(Planner, "fresh_table", recording_fresh)
     monkeypatch.setattr(driver, "run_study", counting_run_study)
     monkeypatch.setattr(plan_module, "one_size_table", recording_one_size)
+    from cogtestbed.validation.studies import people_level
+
+    monkeypatch.setattr(people_level, "MIN_NULL_STUDIES", 0)  # as many null studies as fresh ones: a short test
     plan = ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.45}, population=path,
                    subjects="2:12", trials="96", mc_se=0.2, seed=1, workers=1)
     payload = plan.to_dict()
@@ -203,8 +206,12 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
 
     assert 0 < cond["power"]["mc_se"] < 0.2 and "conditional on the real 12 participants" in summary_line(payload)
     assert "(unconditional: new people in every simulated study); conditional on the real" in summary_line(payload)
-    assert f"calibrated test (critical p {cal['critical_p']:.4g} from {cal['null_sims']} null studies" in \
-        summary_line(payload) and f"power {cal['power']['rate']:.3f}" in summary_line(payload)
+    assert f"nominal type-I {cal['nominal_rate']:.3f} ± {cal['nominal_rate_mc_se']:.3f} on {cal['null_sims']:,} null " \
+        "studies at these trial counts" in summary_line(payload)
+    if cal["nominal_holds"]:
+        assert "the nominal test holds its level here" in summary_line(payload) and cal["recommended"] == "nominal"
+    else:
+        assert f"critical p {cal['critical_p']:.4g}): power {cal['power']['rate']:.3f}" in summary_line(payload)
     with pytest.raises(InputError, match="`population` is planned with the per-subject MLE"):
         ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.4}, population=path,
                 fit="hierarchical")

@@ -333,19 +333,23 @@ def test_the_shahar_studys_mle_part_pins_w_on_six_participants(shahar_head: Path
     assert fits["nll"].tolist() == pytest.approx([357.6843893644, 256.4937081232, 337.6896538197, 340.5236636113,
                                                   411.2610536145, 226.2019220077], rel=1e-9)
     assert fits["n_obs"].tolist() == [638, 634, 638, 640, 626, 640]
-    # issue 68: flagged only where an interval covers the whole range; w = 1 alone is no flag
-    assert fits["identified"].tolist() == [True, True, False, False, False, True]
+    # flagged where an interval covers the whole range or is open at one bound (w's [0, 0.598]: "at most")
+    assert fits["identified"].tolist() == [False] * 6
     reasons = fits["null_reason"].tolist()
+    assert reasons[0].startswith("one-sided interval: w's likelihood-ratio 95% interval [0, 0.598")
+    assert reasons[1].startswith("one-sided interval: w's likelihood-ratio 95% interval [0, 0.745")
     assert reasons[2].startswith("unbounded interval: lam's") and reasons[3].startswith("unbounded interval: lam's")
     assert reasons[4].startswith("unbounded interval: w's likelihood-ratio 95% interval covers its whole range")
+    assert reasons[5].startswith("one-sided interval: lam's likelihood-ratio 95% interval [0.1769")
     assert (fits["w_lo95"] <= fits["w"]).all() and (fits["w"] <= fits["w_hi95"]).all()
     out = load_study("psych201_shahar").mle_part(table, None, boot=200, seed=0)
     assert {k: out[k] for k in ("participants", "with_estimate", "flagged", "flagged_w",
                                 "flagged_lam_or_other", "converged", "boot")} == {
-        "participants": 6, "with_estimate": 6, "flagged": 3, "flagged_w": 1, "flagged_lam_or_other": 2,
+        "participants": 6, "with_estimate": 6, "flagged": 6, "flagged_w": 3, "flagged_lam_or_other": 3,
         "converged": 6, "boot": 200}
     pinned = {"w_median": 0.719, "w_median_95": [0.359, 0.9975], "w_mean": 0.653, "w_mean_95": [0.425, 0.8808],
-              "w_iqr": [0.431, 0.944], "w_median_unflagged": 0.359, "share_w_at_0": 0.0, "share_w_at_1": 0.167}
+              "w_iqr": [0.431, 0.944], "share_w_at_0": 0.0, "share_w_at_1": 0.167}
+    assert out["w_median_unflagged"] is None  # every participant flagged: no median, not NaN
     for key, value in pinned.items():
         assert out[key] == pytest.approx(value, abs=2e-3), key
     assert out["w_median"] == round(float(np.median(fits["w"])), 3)  # every participant's estimate, flagged too

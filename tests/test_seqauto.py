@@ -151,7 +151,11 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
     assert est["interval_method"].startswith("joint percentile bootstrap")  # issue 68: null and effect together
     nominal = seq["saving"]["nominal"]  # issue 68: against the fixed plan at nominal alpha
     assert nominal["interval"][0] < nominal["percent"] < nominal["interval"][1] and nominal["alpha"] == 0.05
-    assert any(line.startswith("  saving against the fixed plan at nominal alpha") for line in seq["auto"]["lines"])
+    mle = seq["saving"]["mle_equal_power"]  # the comparator a researcher would run: the MLE test at equal power
+    assert mle["interval"][0] < mle["percent"] < mle["interval"][1] and mle["power"] == 0.8
+    assert any(line.startswith("  saving against the fixed plan's MLE test at nominal alpha and equal power")
+               for line in seq["auto"]["lines"])
+    assert not any("saving against the fixed plan at nominal alpha" in line for line in seq["auto"]["lines"])
     assert seq["assumptions"] and seq["robustness"]["worst"]["rate"] >= seq["robustness"]["rows"][0]["rate"]
     assert seq["effect"]["rejection_rate"] >= 0.80
     assert seq["design"]["calibration"]["method"] in ("analytic bounds", "simulated calibration")
@@ -209,3 +213,35 @@ def test_subjects_fitted_counts_each_simulated_subject_once(monkeypatch: pytest.
     res = seqauto.plan_auto(spec, 26, 96, 1, TARGET, sims=200, null_sims=200, looks=(2, 4),
                             families=("pocock",))
     assert res.result.subjects == sum(fitted) > 0
+
+
+def test_the_looks_auto_saving_is_against_the_mle_test_at_equal_power() -> None:
+    """The comparator is the fixed plan's own MLE test sized for the same power (a probit curve in √n
+    through the sizes it simulated, at the chosen design's other settings), not the amortised statistic
+    at ±1.96; the saving is 1 − E[cost] / (its size × unit cost), with a bootstrap interval."""
+    from types import SimpleNamespace
+
+    from scipy import stats
+
+    from cogtestbed.validation.design.seqfair import mle_equal_power, mle_power_curve
+
+    def point(n: int, trials: int) -> SimpleNamespace:
+        return SimpleNamespace(subjects=n, as_dict=lambda: {"subjects": n, "trials": trials, "runs": 1})
+
+    a, b = -2.2, 0.6  # power(n) = Φ(a + b√n): 0.80 at n = ((z_.8 − a) / b)² ≈ 23.9
+    sizes = [10, 16, 22, 28, 34]
+    evaluated = [SimpleNamespace(point=point(n, 96), estimate=SimpleNamespace(
+        hits=round(4000 * float(stats.norm.cdf(a + b * np.sqrt(n)))), sims=4000)) for n in sizes]
+    evaluated.append(SimpleNamespace(point=point(12, 48), estimate=SimpleNamespace(hits=1, sims=100)))  # other trials
+    curve = mle_power_curve(evaluated, point(22, 96), "subjects")
+    assert curve is not None and list(curve[0]) == sizes
+    stop = np.array([0, 1, 1, 2] * 50)
+    costs = [5.0, 10.0, 15.0]
+    out = mle_equal_power(curve, 0.8, stop, costs, unit_cost=1.0, seed=1)
+    want_n = ((stats.norm.ppf(0.8) - a) / b) ** 2
+    assert out["fixed_size"] == pytest.approx(want_n, rel=0.02)
+    assert out["percent"] == pytest.approx(100 * (1 - 10.0 / out["fixed_size"]))
+    assert out["interval"][0] < out["percent"] < out["interval"][1]
+    assert out["fixed_size_interval"][0] < out["fixed_size"] < out["fixed_size_interval"][1]
+    assert mle_equal_power(curve, 0.8, stop, costs, unit_cost=1.0, seed=1) == out  # seeded
+    assert mle_power_curve(evaluated[:1], point(10, 96), "subjects") is None  # one size: no curve

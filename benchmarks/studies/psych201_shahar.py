@@ -107,7 +107,8 @@ def mle_part(table: pd.DataFrame, subjects: int | None, boot: int, seed: int) ->
     fits = ct.fit("two-step", table, model="hybrid")
     seconds = time.perf_counter() - t0
     # every participant with an estimate: those flagged (a failed fit, an interval unbounded within
-    # the declared range) keep theirs, and dropping them would drop the w = 0 and w = 1 participants
+    # the declared range or open at one bound) keep theirs, and dropping them would drop the w = 0 and
+    # w = 1 participants
     ok = fits[np.isfinite(fits["w"].to_numpy(dtype=float))]
     w = ok["w"].to_numpy(dtype=float)
     rng = np.random.default_rng(seed)
@@ -124,7 +125,9 @@ def mle_part(table: pd.DataFrame, subjects: int | None, boot: int, seed: int) ->
         "w_mean": round(float(w.mean()), 3),
         "w_mean_95": _interval(w, np.mean, boot, rng),
         "w_iqr": [round(float(q), 3) for q in np.quantile(w, [0.25, 0.75])],
-        "w_median_unflagged": round(float(np.median(fits.loc[fits["identified"], "w"])), 3),
+        # None where every participant is flagged (no unflagged median to give)
+        "w_median_unflagged": (round(float(np.median(fits.loc[fits["identified"], "w"])), 3)
+                               if fits["identified"].any() else None),
         "share_w_at_0": round(float(np.mean(w < 1e-3)), 3),
         "share_w_at_1": round(float(np.mean(w > 1 - 1e-3)), 3),
         "converged": int(ok["converged"].sum()) if "converged" in ok else None,

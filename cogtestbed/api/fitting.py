@@ -78,7 +78,10 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
             fits = with_units(cog.fit_identified(table), table, units)
             dest = out / "mle.csv"
             atomic_write_bytes(dest, lambda tmp: fits.to_csv(tmp, index=False))
-            payload.update({"files": [str(dest)], **mle_summary(fits, cog.parameters.names, cog.parameters)})
+            from cogtestbed.inference.summary import known_bias
+
+            bias = known_bias(exp.name, model, cog.parameters)
+            payload.update({"files": [str(dest)], **mle_summary(fits, cog.parameters.names, cog.parameters, bias)})
         else:
             payload.update(_hierarchical(cog, table, out, draws, chains, seed, payload["n_subjects"], log_likelihood,
                                          max_draws, say, form_effects))

@@ -17,10 +17,15 @@ A **flag** means the data cannot pin the parameter, and nothing else (issue 68):
   issue 46 did at k = 42.169650, τ = 0.001778: :func:`shared_estimates`);
 * **an unbounded interval** — the likelihood-ratio interval is unbounded within the parameter's
   declared range: it covers the whole range, or it reaches an end where the declared range is
-  unbounded (an infinite upper bound).
+  unbounded (an infinite upper bound);
+* **a one-sided interval** — the interval is open at one finite bound of the declared range and
+  bounded on the other side (a learning rate of 1.0 whose interval is [0.81, 1]; any estimate on a
+  declared bound): the data say "at least 0.81", not a value.
 
-An estimate at a bound with a bounded interval (a learning rate of 1.0 whose interval is
-[0.81, 1]) is no flag: it is reported with its interval.  :func:`unidentified_reason` gives the
+Whether an interval is open at an end is a rule, not where a root search stopped: the profile is
+compared with the χ² cut :data:`OPEN_END_TOL` of the search range inside that end (so an interval
+of a bounded range that is not flagged covers at most 99 % of it).  Summaries count each kind
+(:func:`~cogtestbed.inference.summary.flag_kinds`).  :func:`unidentified_reason` gives the
 first reason that applies to one subject (None: every parameter pinned).  The 95 % level and "an
 end of the search range" are this project's rule, not a paper's.
 
@@ -77,8 +82,16 @@ QUADRATIC_SPAN = (0.5, 2.0)
 #: benchmarks/bench_identification.py: RW± 14 against 17 ms a subject, prospect theory 26 against 34 ms);
 #: revealed-belief's dissonant model (≈ 316,000 elements, 960 items × channels) is above it.
 LOCAL_MIN_ELEMENTS = 100_000
-#: The reason prefix of a fit that failed, and of an unbounded interval.
-FIT_FAILED, UNBOUNDED = "fit failed", "unbounded interval"
+#: How near an interval's end must come to an end of the parameter's search range to be open there,
+#: as a share of the search range on its search scale (natural for a bounded parameter, log for a
+#: log-scale one): the profile is compared with the χ² cut at that distance from the end
+#: (:meth:`SubjectProfile.reaches`), so whether an interval is open never depends on where a root
+#: search stopped.  With it, a bounded interval of a bounded range covers at most 1 − 2 × 0.005 = 99 %
+#: of that range; one that covers more is open at an end and flagged.
+OPEN_END_TOL = 0.005
+#: The reason prefixes of a fit that failed, of an unbounded interval and of a one-sided one (open at
+#: one finite bound of the declared range: the data say "at least" or "at most", not a value).
+FIT_FAILED, UNBOUNDED, ONE_SIDED = "fit failed", "unbounded interval", "one-sided interval"
 
 
 def bounds_of(p: Parameter) -> list[float]:
@@ -86,6 +99,12 @@ def bounds_of(p: Parameter) -> list[float]:
     lo, hi = p.search_bounds()
     out = [p.lower, p.upper, p.from_search(lo), p.from_search(hi)]
     return sorted({b for b in out if math.isfinite(b)})
+
+
+def _near_bound(value: float, bound: float, p: Parameter) -> bool:
+    """Whether ``value`` counts as at ``bound`` of ``p`` (the tolerance of :func:`at_bound`)."""
+    span = (p.upper - p.lower) if math.isfinite(p.upper - p.lower) else max(1.0, abs(value))
+    return abs(value - bound) <= BOUND_RTOL * max(abs(bound), span * 1e-2, 1e-12)
 
 
 def at_bound(est: np.ndarray, p: Parameter) -> np.ndarray:
@@ -159,6 +178,12 @@ class ProfileInterval:
         return ((self.reaches_lower and self.reaches_upper) or (self.reaches_upper and math.isinf(p.upper))
                 or (self.reaches_lower and math.isinf(p.lower)))
 
+    def one_sided(self, p: Parameter) -> bool:
+        """Whether the interval is open at one finite bound of ``p``'s declared range only (an
+        estimate on that bound included): bounded on the other side, it says "at least" or "at
+        most", not a value."""
+        return (self.reaches_lower or self.reaches_upper) and not self.unbounded(p)
+
 
 def best_nodes(model: CognitiveModel, data: Any) -> np.ndarray:
     """The :data:`PROFILE_NODES` start-grid rows of lowest NLL for ``data``: the grid starts a
@@ -225,11 +250,25 @@ class SubjectProfile:
         return np.delete(self.model.to_search(theta), j)
 
     def _geometry(self, j: int, side: int) -> tuple[float, float, float]:
-        """(start, end, xtol) of one side of parameter ``j``'s interval on its search scale."""
+        """(start, end, xtol) of one side of parameter ``j``'s interval on its search scale; ``end``
+        lies :data:`OPEN_END_TOL` of the search range inside the range's end (where the interval is
+        judged open, :meth:`reaches`)."""
         p = self._param(j)
         ends = p.search_bounds()
-        xtol = PROFILE_XTOL * (ends[1] - ends[0])
-        return _search_coordinate(p, self.fit.params[p.name]), ends[1] if side > 0 else ends[0], xtol
+        width = ends[1] - ends[0]
+        end = ends[1] - OPEN_END_TOL * width if side > 0 else ends[0] + OPEN_END_TOL * width
+        return _search_coordinate(p, self.fit.params[p.name]), end, PROFILE_XTOL * width
+
+    def _on_bound(self, j: int, side: int) -> bool:
+        """Whether the estimate of parameter ``j`` lies within :data:`OPEN_END_TOL` of the end of its
+        search range on ``side`` or on a declared bound there (:func:`at_bound`)."""
+        p = self._param(j)
+        start, end, _ = self._geometry(j, side)
+        if (end - start) * side <= 0:
+            return True
+        lo, hi = search_ends(p)
+        near = [b for b in ((p.upper, hi) if side > 0 else (p.lower, lo)) if math.isfinite(b)]
+        return any(_near_bound(self.fit.params[p.name], b, p) for b in near)
 
     def _rise(self, j: int, u: float, warm: np.ndarray | None) -> tuple[float, np.ndarray | None]:
         """Profile NLL − NLL − χ²₁(0.95)/2 at search coordinate ``u`` of parameter ``j``, and where
@@ -240,19 +279,22 @@ class SubjectProfile:
         return nll - self.fit.nll - LR_HALF_CHI2, z
 
     def _end_rise(self, j: int, side: int) -> tuple[float, np.ndarray | None] | None:
-        """The rise at the end of the search range on ``side`` (None where the estimate is within the
-        root-finding tolerance of that end: it reaches it unevaluated)."""
+        """The rise :data:`OPEN_END_TOL` inside the end of the search range on ``side`` (None where the
+        estimate lies that near the end or on a declared bound there, :meth:`_on_bound`: it reaches
+        it unevaluated)."""
         key = (j, side)
         if key not in self._ends:
-            start, end, xtol = self._geometry(j, side)
+            _, end, _ = self._geometry(j, side)
             warm0 = self._warm0(j)
-            self._ends[key] = (None if abs(end - start) <= xtol
+            self._ends[key] = (None if self._on_bound(j, side)
                                else self._rise(j, end, None if warm0 is None else np.vstack([warm0, warm0])))
         return self._ends[key]
 
     def reaches(self, j: int, side: int) -> bool:
-        """Whether parameter ``j``'s interval reaches the end of its search range on ``side`` (−1
-        lower, +1 upper): the profile stays within χ²₁(0.95)/2 of the minimum there."""
+        """Whether parameter ``j``'s interval is open at the end of its search range on ``side`` (−1
+        lower, +1 upper), by rule: the profile :data:`OPEN_END_TOL` of the search range inside that
+        end stays within χ²₁(0.95)/2 of the minimum (or the estimate lies there or on a declared
+        bound on that side)."""
         r = self._end_rise(j, side)
         return r is None or r[0] <= 0.0
 
@@ -263,7 +305,8 @@ class SubjectProfile:
         key = (j, side)
         if key not in self._sides:
             if self.reaches(j, side):
-                self._sides[key] = (self._geometry(j, side)[1], True)
+                ends = self._param(j).search_bounds()
+                self._sides[key] = (ends[1] if side > 0 else ends[0], True)
             else:
                 local = self._local()
                 self._sides[key] = (self._brent_root(j, side) if local is None else self._local_root(j, side, local),
@@ -382,12 +425,16 @@ class SubjectProfile:
         return {p.name: self.interval(j) for j, p in enumerate(self.model.parameters) if p.name in wanted}
 
     def reason(self) -> str | None:
-        """The flag of the first parameter whose interval is unbounded within its declared range
-        (:func:`interval_reason_of`; None where every one is bounded or an estimate is NaN)."""
+        """The flag of the first parameter whose interval is unbounded within its declared range, else
+        of the first whose interval is one-sided (open at one bound, :meth:`reaches`;
+        :func:`interval_reason_of`; None where every one is bounded or an estimate is NaN)."""
         if not self.finite:
             return None
         for j, p in enumerate(self.model.parameters):
             if self.unbounded(j):
+                return interval_reason_of(p, self.interval(j))
+        for j, p in enumerate(self.model.parameters):
+            if self.reaches(j, -1) or self.reaches(j, +1):
                 return interval_reason_of(p, self.interval(j))
         return None
 
@@ -418,7 +465,13 @@ def parameter_flag(p: Parameter, lower: float, upper: float) -> str | None:
 
 
 def interval_reason_of(p: Parameter, iv: ProfileInterval) -> str | None:
-    """The flag of one parameter's interval, None where it is bounded within the declared range."""
+    """The flag of one parameter's interval, None where it is bounded within the declared range and
+    open at neither of its ends (:meth:`ProfileInterval.one_sided`)."""
+    if iv.one_sided(p):
+        side, other = (("upper", f"at least {iv.lower:.6g}") if iv.reaches_upper
+                       else ("lower", f"at most {iv.upper:.6g}"))
+        return (f"{ONE_SIDED}: {p.name}'s likelihood-ratio 95% interval [{iv.lower:.6g}, {iv.upper:.6g}] is open at "
+                f"its {side} bound: the data say {other}, not a value")
     if not iv.unbounded(p):
         return None
     if iv.reaches_lower and iv.reaches_upper:
@@ -429,13 +482,13 @@ def interval_reason_of(p: Parameter, iv: ProfileInterval) -> str | None:
 
 
 def interval_reason(model: CognitiveModel, intervals: Mapping[str, ProfileInterval]) -> str | None:
-    """The flag of the first parameter whose interval is unbounded within its declared range."""
-    for p in model.parameters:
-        iv = intervals.get(p.name)
-        reason = None if iv is None else interval_reason_of(p, iv)
-        if reason is not None:
-            return reason
-    return None
+    """The flag of the first parameter whose interval is unbounded within its declared range, else of
+    the first whose interval is one-sided."""
+    reasons = [interval_reason_of(p, intervals[p.name]) for p in model.parameters if p.name in intervals]
+    flagged = [r for r in reasons if r is not None]
+    unbounded = [r for r in flagged if r.startswith(UNBOUNDED)]
+    first = unbounded or flagged
+    return first[0] if first else None
 
 
 def heading_to_a_bound(model: CognitiveModel, fit: MLEResult) -> bool:
@@ -533,7 +586,6 @@ def shared_estimates(model: CognitiveModel, estimates: Mapping[Hashable, Sequenc
     return out
 
 
-__all__ = ["FIT_FAILED", "LR_HALF_CHI2", "UNBOUNDED", "ProfileInterval", "SubjectProfile", "at_bound", "bounds_of",
-           "continued_fit", "interval_reason", "parameter_flag", "profile_interval", "profile_intervals", "profile_nll",
-           "shared_estimates",
-           "unidentified_reason"]
+__all__ = ["FIT_FAILED", "LR_HALF_CHI2", "ONE_SIDED", "OPEN_END_TOL", "UNBOUNDED", "ProfileInterval", "SubjectProfile",
+           "at_bound", "bounds_of", "continued_fit", "interval_reason", "parameter_flag", "profile_interval",
+           "profile_intervals", "profile_nll", "shared_estimates", "unidentified_reason"]

@@ -573,15 +573,16 @@ def one_size_table(spec: PlannedStudy, point: Point, sims: int, workers: int, la
 def calibration_nulls(result: PlanResult, target: float) -> pd.DataFrame | None:
     """The null studies that calibrate an LLM-against-people plan's test at its chosen design
     (:func:`~cogtestbed.validation.studies.people_level.calibrate_people_test`'s: as many as its fresh
-    studies, no effect, seeded apart by its ``CALIBRATION_SEED_OFFSET``), with each study's LLM group
-    (``llm_values``), which the conditional null rejection reuses; None where the plan calibrates
-    nothing (not such a plan, no fresh studies, or a ``target`` not above 0)."""
+    studies and at least ``MIN_NULL_STUDIES``, no effect, seeded apart by its ``CALIBRATION_SEED_OFFSET``),
+    with each study's LLM group (``llm_values``), which the conditional null rejection reuses; None where
+    the plan calibrates nothing (not such a plan, no fresh studies, or a ``target`` not above 0)."""
     from cogtestbed.validation.design.power_sims import reuses_fits
-    from cogtestbed.validation.studies.people_level import CALIBRATION_SEED_OFFSET
+    from cogtestbed.validation.studies.people_level import CALIBRATION_SEED_OFFSET, null_study_count
 
-    sims = 0 if result.fresh is None else len(result.fresh)
-    if not (reuses_fits(result.spec) and sims and target > 0.0):
+    fresh = 0 if result.fresh is None else len(result.fresh)
+    if not (reuses_fits(result.spec) and fresh and target > 0.0):
         return None
+    sims = null_study_count(fresh)
     null = result.spec.model_copy(update={"effect_size": 0.0, "critical_p": None,
                                           "seed": result.spec.seed + CALIBRATION_SEED_OFFSET})
     return one_size_table(null, result.chosen.point, sims, result.workers,

@@ -29,7 +29,7 @@ from cogtestbed.validation.design.pricing import Pricer, tokens_source
 from cogtestbed.validation.design.seqauto import calibration_level
 from cogtestbed.validation.design.space import sessions_per_llm, study_at
 from cogtestbed.validation.studies.conditional import conditional_section, conditional_words
-from cogtestbed.validation.studies.people_level import calibrated_section, calibrated_words
+from cogtestbed.validation.studies.people_level import calibrated_section, calibrated_words, null_study_count
 from cogtestbed.validation.studies.study_data import design_for_trials
 from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
 
@@ -158,7 +158,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
     chosen = result.chosen
     assert chosen.cost is not None
     at_chosen = study_at(result.spec, chosen.point, chosen.estimate.sims)
-    target = calibration_level(result.spec.level, chosen.estimate.sims)
+    target = calibration_level(result.spec.level, null_study_count(chosen.estimate.sims))
     nulls = calibration_nulls(result, target)  # an LLM against people: run once, read by two sections
     cost = {**chosen.cost.as_dict(), **tokens_source(pricer)}
     if pilot is not None and pilot.completion_tokens_per_call is not None:
@@ -231,7 +231,8 @@ def recovery_warnings(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | Non
     if size and abs(bias) > BIAS_SHARE * abs(size):
         out.append(f"the per-subject MLE of {rec['effect']} ({fit}) is biased by {abs(bias) / abs(size):.0%} of the "
                    f"effect {where} ({bias:+.3g} against the population mean {rec['estimand']:.3g}, "
-                   f"{rec.get('studies', 'the')} fresh simulated studies): the plan's t-test stays a valid test of "
+                   f"{rec.get('studies', 'the')} fresh simulated studies): the plan's "
+                   f"{rec.get('test_name', 't-test')} stays a valid test of "
                    "whether the effect is zero (its error rates are the simulated ones), but its estimate and "
                    f"interval must not be reported as the effect's size; {remedy}")
     if cov is not None and nominal is not None and cov < nominal - COVERAGE_SLACK:

@@ -52,7 +52,10 @@ def recovery_line(rec: Mapping[str, Any]) -> str:
 
     if "effect_bias" not in rec:
         return ""
-    parts = [f"effect bias {num(rec['effect_bias'])} (estimand {num(rec['estimand'])})"]
+    scale = f": {rec['estimand_scale']}" if rec.get("estimand_scale") else ""
+    parts = [f"effect bias {num(rec['effect_bias'])} (estimand {num(rec['estimand'])}{scale})"]
+    if rec.get("test_name"):
+        parts.append(f"test: {rec['test_name']}")
     coverage = rec.get("coverage")
     if coverage is not None and coverage == coverage and rec.get("coverage_level") is not None:  # NaN: no interval
         parts.append(f"interval coverage {num(rec['coverage'], 2)} (nominal {num(rec['coverage_level'], 2)})")

@@ -69,6 +69,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
     has = rows["lo"].notna() & rows["hi"].notna()
     two = {"effect_on_test_scale": estimand} if spec.groups == 2 else {}  # the bias's yardstick
     return {"effect": spec.effect, "estimand": estimand, "effect_size": spec.effect_size, **two,
+            **test_and_scale(spec, model),
             "effect_bias": float(rows["estimate"].mean() - estimand),
             "effect_bias_mc_se": float(rows["estimate"].std(ddof=1) / math.sqrt(len(rows))) if len(rows) > 1
             else None, "studies": int(len(rows)), "lapse_fit": spec.lapse_fit,
@@ -76,6 +77,25 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
             "coverage": float(covered[has].mean()) if has.any() else float("nan"),
             "coverage_level": 1 - spec.level, "interval": str(rows["test"].iloc[0]),
             "subjects_scored": int(true_all[model.parameters.names[0]].size), "parameters": per}
+
+
+def test_and_scale(spec: PowerStudy, model: Any) -> dict[str, str]:
+    """Which test a model-level power study runs (``test_name``: Welch's t-test, or the Brunner–Munzel
+    rank test where the model declares the parameter rank-tested; a one-sample t-test for one group)
+    and the scale of its estimand (``estimand_scale``: the test's scale, :func:`~cogtestbed.validation.
+    studies.model_studies.effect_scale`, against the effect as asked on the parameter's own scale)."""
+    from cogtestbed.validation.studies.model_studies import effect_scale, two_group_test
+
+    assert spec.effect is not None
+    what = f"log {spec.effect}" if effect_scale(model, spec.effect) == "log" else spec.effect
+    if spec.groups == 2:
+        rank = two_group_test(model, spec.effect) == "rank"
+        name = "Brunner-Munzel rank test" if rank else "Welch t-test"
+        scale = f"the difference of the groups' mean {what} (the test's scale)"
+    else:
+        name, scale = "one-sample t-test", f"the mean shift of {what} (the test's scale)"
+    return {"test_name": name, "estimand_scale": f"{scale}; the effect asked: {spec.effect} {spec.effect_size:+g}"
+                                                 " on its own scale"}
 
 
 def _recovery_draws(spec: PowerStudy, exp: ExperimentSpec, model: Any, point: Point, design: Any,

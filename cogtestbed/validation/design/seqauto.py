@@ -57,6 +57,8 @@ from cogtestbed.validation.design.seqfair import (
     fair_fixed,
     fixed_reject_rate,
     joint_saving,
+    mle_equal_power,
+    mle_power_curve,
     saving_estimate,
     smoothed_comparator,
     toward,
@@ -704,9 +706,16 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
                                  "cost": "costs linear in units at the plan's trials (per unit: the fixed plan's "
                                          "priced design)"}
     seq["saving"]["nominal"] = {**joint["nominal"], "method": joint["method"],
-                                "comparator": "the fixed test at nominal alpha (critical value z_(1-alpha/2)), the "
-                                              "fixed plan a researcher would run; its size from the same probit "
-                                              "power curve"}
+                                "comparator": "the fixed test on the sequential design's statistic at nominal alpha "
+                                              "(critical value z_(1-alpha/2)); its size from the same probit power "
+                                              "curve.  Not the design a researcher would run (the statistic is not "
+                                              "centred under the null): see mle_equal_power"}
+    curve = mle_power_curve(result.evaluated, result.chosen.point, result.size_name)
+    mle = None if curve is None else mle_equal_power(curve, result.target, res.chosen.effect.stop_look,
+                                                      [money(c) for c in res.chosen.cost], unit_cost, seed)
+    if mle is not None:
+        seq["saving"]["mle_equal_power"] = {**mle, "sequential_power": float(res.chosen.effect.rate),
+                                            "sequential_power_sims": int(res.chosen.effect.sims)}
     seq["auto"]["fair_fixed"]["smoothed"] = {k: v for k, v in smooth.items() if k not in ("boot_sizes", "paths")}
 
 
@@ -744,12 +753,13 @@ def auto_lines(seq: Mapping[str, Any]) -> list[str]:
                    f"{est['fixed_size_interval'][1]:.1f}] units from a probit power curve"
                    + (f"; its own fresh {type1_words(ft)} at {ft['size']} units" if ft else "")
                    + (" (interval: joint resampling of null and effect studies)" if est.get("interval_method") else ""))
-    nominal = seq.get("saving", {}).get("nominal")
-    if nominal:
-        out.append(f"  saving against the fixed plan at nominal alpha {nominal['alpha']:g} (critical "
-                   f"{nominal['critical']:.3f}, {nominal['fixed_size']:.1f} [{nominal['fixed_size_interval'][0]:.1f}, "
-                   f"{nominal['fixed_size_interval'][1]:.1f}] units): {nominal['percent']:.1f}% "
-                   f"[95% {nominal['interval'][0]:.1f}, {nominal['interval'][1]:.1f}]")
+    mle = seq.get("saving", {}).get("mle_equal_power")
+    if mle:
+        out.append(f"  saving against the fixed plan's MLE test at nominal alpha and equal power ({mle['power']:.2f}; "
+                   f"{mle['fixed_size']:.1f} [{mle['fixed_size_interval'][0]:.1f}, {mle['fixed_size_interval'][1]:.1f}]"
+                   f" units from a probit curve through its simulated sizes; sequential power "
+                   f"{mle['sequential_power']:.3f} on {mle['sequential_power_sims']:,} fresh studies): "
+                   f"{mle['percent']:.1f}% [95% {mle['interval'][0]:.1f}, {mle['interval'][1]:.1f}]")
     for line in seq.get("assumptions", []):
         out.append(f"  model: {line}")
     rob = seq.get("robustness")

@@ -313,3 +313,60 @@ def assumptions(spec: PlannedStudy, trials: int | None, runs: int,
     out.append("the null: the same with the effect removed; type-I error is estimated on studies drawn from this "
                "model, so it holds for data like these, not in general (see the robustness check)")
     return out
+
+
+# ----------------------------------------------------------------------------- the MLE test at equal power
+#: Parametric bootstrap replicates of the MLE comparator's size (binomial hits at each searched size).
+MLE_COMPARATOR_BOOT = 400
+
+
+def mle_power_curve(evaluated: Sequence[Any], chosen: Any, size_name: str) -> tuple[np.ndarray, np.ndarray,
+                                                                                     np.ndarray] | None:
+    """(sizes, hits, studies) of the fixed plan's own test (the plain test on the per-subject MLE) at
+    every size it simulated with the chosen design's other settings (its trials, runs and fields); None
+    where fewer than two sizes were simulated."""
+    others = {k: v for k, v in chosen.as_dict().items() if k != size_name}
+    rows = sorted((int(getattr(e.point, size_name)), int(e.estimate.hits), int(e.estimate.sims)) for e in evaluated
+                  if {k: v for k, v in e.point.as_dict().items() if k != size_name} == others and e.estimate.sims)
+    if len({r[0] for r in rows}) < 2:
+        return None
+    sizes, hits, sims = (np.array(c, float) for c in zip(*rows, strict=True))
+    return sizes, hits, sims
+
+
+def mle_equal_power(curve: tuple[np.ndarray, np.ndarray, np.ndarray], target: float, stop_look: np.ndarray,
+                    look_costs: Sequence[float], unit_cost: float, seed: int = 0,
+                    boot: int = MLE_COMPARATOR_BOOT) -> dict[str, Any] | None:
+    """The saving against the fixed design a researcher would run: the plan's own test on the per-subject
+    MLE, sized for the same ``target`` power as the sequential design (its size where a probit curve in √n,
+    :func:`~cogtestbed.validation.design.plan.fit_probit`, fitted to the fixed plan's simulated sizes
+    ``curve``, reaches ``target``), against the sequential design's expected cost on its fresh effect
+    studies (``stop_look``, ``look_costs``); a 95 % percentile interval from ``boot`` replicates that
+    redraw each size's hits (binomial at its rate) and resample the fresh effect studies together.  None
+    where the curve does not rise."""
+    from cogtestbed.validation.design.plan import fit_probit
+
+    sizes, hits, sims = curve
+    costs, stop = np.asarray(look_costs, float), np.asarray(stop_look, int)
+
+    def size_of(h: np.ndarray) -> float:
+        a, b = fit_probit(np.sqrt(sizes), h, sims)
+        return _size_at(a, b, target)
+
+    n0 = size_of(hits)
+    if not math.isfinite(n0):
+        return None
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 9595]))
+    reps = []
+    for _ in range(boot):
+        n_b = size_of(rng.binomial(sims.astype(int), hits / sims).astype(float))
+        cost_b = float(costs[stop[rng.integers(stop.size, size=stop.size)]].mean())
+        reps.append((100 * (1 - cost_b / (n_b * unit_cost)), n_b))
+    arr = np.array([r for r in reps if all(math.isfinite(v) for v in r)])
+    lo, hi = np.percentile(arr, [2.5, 97.5], axis=0) if arr.size else (np.full(2, np.nan),) * 2
+    exp_cost = float(costs[stop].mean())
+    return {"percent": 100 * (1 - exp_cost / (n0 * unit_cost)), "interval": [float(lo[0]), float(hi[0])],
+            "fixed_size": n0, "fixed_size_interval": [float(lo[1]), float(hi[1])], "power": target,
+            "sizes": [int(s) for s in sizes], "studies": [int(s) for s in sims], "replicates": int(len(arr)),
+            "comparator": ("the fixed plan's own test on the per-subject MLE at nominal alpha, sized for the same "
+                           "power (a probit curve in sqrt(n) through its simulated sizes)")}

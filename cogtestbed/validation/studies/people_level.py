@@ -11,11 +11,18 @@ depends on the design.  Even where the test is exact, a fresh estimate of its le
 studies bounds it above α (an exact 0.05 gives a one-sided 95 % upper bound ≈ 0.062).
 
 The correction: simulate ``null_sims`` studies of the planned design under no effect (the same
-population draws, people and people's trials, LLM trials and sizes; a seed of their own) and
-take as the critical p-value the largest one that rejects at most ``target`` of them
+population draws, people and people's trials, LLM trials and sizes; a seed of their own; at least
+:data:`MIN_NULL_STUDIES`, :func:`null_study_count`, so that the critical p is not noise: from 178
+studies the 4th smallest p-value was taken, whose 95 % range for an exact test is ≈ [0.006, 0.048])
+and take as the critical p-value the largest one that rejects at most ``target`` of them
 (:func:`calibrated_critical_p`); ``target`` is α less a margin for the calibration's own Monte-Carlo
 noise (the sequential plan's rule, :func:`~cogtestbed.validation.design.seqauto.calibration_level`),
-so that fresh null studies reject at most α with their upper bound.  It assumes what the plan
+so that fresh null studies reject at most α with their upper bound.
+
+The same null studies measure the nominal test's level first: where its rejection rate is at most
+α + 2 MC SE (:func:`nominal_holds`), the nominal test holds its level at this design, the plan says
+so and recommends it (it is what the design was sized for); the calibrated critical p is the
+recommendation only where the nominal test is shown above α.  It assumes what the plan
 assumes: the population (its posterior) generates both groups' data, the LLM's under no effect
 as the people's; the calibration holds the level under that model, not under another.
 """
@@ -32,6 +39,26 @@ from cogtestbed.validation.studies.study_kinds import PowerStudy
 
 #: Added to a study's seed for its calibration null studies (independent of the studies it calibrates).
 CALIBRATION_SEED_OFFSET = 6_800_001
+#: The fewest null studies a critical p-value is calibrated on (the project's choice: at α = .05 the
+#: calibrated level is then .0375 and the critical p the 38th smallest p-value, not the 4th).
+MIN_NULL_STUDIES = 1_000
+#: The nominal test holds its level where its null rejection rate is at most α plus this many MC SEs
+#: (binomial SE at α over the null studies).
+NOMINAL_SLACK_SE = 2.0
+
+
+def null_study_count(fresh_sims: int) -> int:
+    """How many null studies calibrate a plan whose chosen design has ``fresh_sims`` fresh studies:
+    as many, and at least :data:`MIN_NULL_STUDIES`."""
+    return max(int(fresh_sims), MIN_NULL_STUDIES)
+
+
+def nominal_holds(rejected: int, null_sims: int, level: float) -> bool:
+    """Whether the nominal test holds its level on ``null_sims`` null studies of which ``rejected``
+    rejected at ``level``: the rate is at most ``level`` + :data:`NOMINAL_SLACK_SE` binomial SEs."""
+    if null_sims <= 0:
+        return False
+    return rejected / null_sims <= level + NOMINAL_SLACK_SE * math.sqrt(level * (1 - level) / null_sims)
 
 
 def calibrated_critical_p(p_values: Any, target: float) -> float:
@@ -66,8 +93,12 @@ def calibration_from_nulls(p_values: Any, target: float, level: float) -> dict[s
     itself passes them: :func:`calibrated_section`'s ``nulls``)."""
     p = np.asarray(p_values, float)
     critical = calibrated_critical_p(p, target)
+    nominal = int(np.sum(p < level))
+    rate = nominal / p.size if p.size else float("nan")
     return {"critical_p": critical, "target": target, "null_sims": int(p.size),
-            "rejected": int(np.sum(p < critical)), "nominal_rejected": int(np.sum(p < level))}
+            "rejected": int(np.sum(p < critical)), "nominal_rejected": nominal,
+            "nominal_rate": rate, "nominal_rate_mc_se": math.sqrt(level * (1 - level) / p.size) if p.size else None,
+            "nominal_holds": nominal_holds(nominal, int(p.size), level)}
 
 
 def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[str, Any]:
@@ -108,23 +139,30 @@ def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None
     if target <= 0.0:
         return {"reason": f"{sims} null studies cannot calibrate the test below alpha {spec.level:g} with its "
                           "margin: plan with a smaller --mc-se"}
-    out = calibrate_people_test(spec, sims, target, workers) if nulls is None else \
+    out = calibrate_people_test(spec, null_study_count(sims), target, workers) if nulls is None else \
         calibration_from_nulls(nulls["p_value"], target, spec.level)
     out["power"] = {**calibrated_power(fresh, out["critical_p"], spec.effect_size),
                     "studies": "fresh studies at the chosen design (not those whose power chose it)"}
+    out["recommended"] = "nominal" if out["nominal_holds"] else "calibrated"
     out["assumes"] = ("the population generates both groups' data (the LLM's under no effect as the people's); the "
                       "critical p-value is calibrated on null studies of this design, people's and LLM's trial counts")
     return out
 
 
 def calibrated_words(section: dict[str, Any] | None) -> str:
-    """``; calibrated test (critical p C from N null studies at these trial counts): power P ± SE`` ('' where none)."""
+    """What the calibration says ('' where none): that the nominal test holds its level on the null
+    studies (use it), or the calibrated test's critical p and power where the nominal test does not."""
     if not section or "power" not in section:
         return ""
     p = section["power"]
-    return (f"; calibrated test (critical p {section['critical_p']:.4g} from {section['null_sims']} null studies at "
-            f"these trial counts): power {p['rate']:.3f} ± {p['mc_se']:.3f}")
+    nominal = (f"nominal type-I {section['nominal_rate']:.3f} ± {section['nominal_rate_mc_se']:.3f} on "
+               f"{section['null_sims']:,} null studies at these trial counts")
+    if section.get("nominal_holds"):
+        return f"; the nominal test holds its level here ({nominal}): use it"
+    return (f"; the nominal test is above its level ({nominal}): use the calibrated test (critical p "
+            f"{section['critical_p']:.4g}): power {p['rate']:.3f} ± {p['mc_se']:.3f}")
 
 
-__all__ = ["CALIBRATION_SEED_OFFSET", "calibrate_people_test", "calibrated_critical_p", "calibrated_power",
-           "calibrated_section", "calibrated_words", "calibration_from_nulls"]
+__all__ = ["CALIBRATION_SEED_OFFSET", "MIN_NULL_STUDIES", "NOMINAL_SLACK_SE", "calibrate_people_test",
+           "calibrated_critical_p", "calibrated_power", "calibrated_section", "calibrated_words",
+           "calibration_from_nulls", "nominal_holds", "null_study_count"]

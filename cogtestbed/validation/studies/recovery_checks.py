@@ -30,6 +30,7 @@ from cogtestbed.inference.base import default_summary, summary_kind
 from cogtestbed.inference.identification import BOUND_RTOL as BOUND_RTOL
 from cogtestbed.inference.identification import at_bound as at_bound
 from cogtestbed.inference.identification import bounds_of as bounds_of
+from cogtestbed.inference.summary import bootstrap_interval
 
 #: A parameter with more than this share of its estimates at a bound is flagged.
 BOUND_SHARE_FLAG = 0.05
@@ -63,6 +64,7 @@ def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: 
             entry["median_estimate"] = float(np.nanmedian(est)) if est.size else None
             entry["summary_kind"] = summary_kind(model.parameters[name])
             entry["summary_estimate"] = _none_if_nan(default_summary(est, model.parameters[name]))
+            entry["summary_ci95"] = bootstrap_interval(est, model.parameters[name])  # over subjects
             entry["at_bound"] = float(at_bound(est, model.parameters[name]).mean()) if est.size else None
             if name in precision:
                 h = float(precision[name])

@@ -63,7 +63,10 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
         bits[-1] += (f" (r, RMSE and bias over the {v['n_finite']} of {v['n']} estimates finite{scale}; "
                      f"{left_out} {'is' if left_out == 1 else 'are'} not: a failed fit or an estimate at 0)")
     if v.get("summary_estimate") is not None:
-        bits.append(f"{v['summary_kind']} estimate {num(v['summary_estimate'])} for mean truth {num(v['mean_true'])}")
+        ci = v.get("summary_ci95")
+        interval = f" [95% bootstrap over subjects {num(ci[0])}, {num(ci[1])}]" if ci else ""
+        bits.append(f"{v['summary_kind']} estimate {num(v['summary_estimate'])}{interval} for mean truth "
+                    f"{num(v['mean_true'])}")
     within = v.get("within")
     if within:
         lo, hi = within["interval95"]

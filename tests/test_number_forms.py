@@ -132,6 +132,7 @@ def test_restless_confidence_refuses_an_enumeration() -> None:
 @pytest.mark.parametrize(("text", "expected"), [
     ("1. 0.52", "several numbers (1, 0.52)"), ("1 min 30 s", "several numbers (1, 30)"),
     ("Estimate 1: 0.4, Estimate 2: 0.5", "several numbers (1, 0.4, 2, 0.5)"),
+    ("Answer: 1. 0.52", "several numbers (1, 0.52)"), ("My estimate is 1) 0.4", "several numbers (1, 0.4)"),
 ])
 def test_the_shared_reader_names_the_numbers_it_refused(text: str, expected: str) -> None:
     read = read_number(text)
@@ -141,6 +142,7 @@ def test_the_shared_reader_names_the_numbers_it_refused(text: str, expected: str
 # ----------------------------------------------------------------------------- legitimate forms kept
 @pytest.mark.parametrize(("task", "text", "expected"), [
     ("marker-location", "0.35", 0.35), ("marker-location", "35%", 0.35), ("marker-location", "Answer: 0.3", 0.3),
+    ("marker-location", "Answer: 0.3.", 0.3), ("marker-location", "Answer: 0.3. That is my estimate.", 0.3),
     ("marker-location", "The marker is at 0.42 of the line.", 0.42), ("marker-location", "-0.3", "!outside"),
     ("duration", "7.8 seconds", 7.8), ("duration", "1,250 ms", 1.25), ("duration", "2 minutes", 120.0),
     ("maze-distance", "5.2 units", 5.2),

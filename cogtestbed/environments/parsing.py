@@ -244,6 +244,11 @@ def _number(m: re.Match[str], rest: str, labelled: bool = False) -> NumberRead:
                       unit=unit.group(1).lower() if unit else "", labelled=labelled)
 
 
+#: What follows a labelled number that marks it as an enumeration's marker: ``.``, ``)`` or ``:`` and another number
+#: on the same line (``Answer: 1. 0.52``, ``Estimate 1) 0.4``).
+_ENUMERATED = re.compile(r"[.):][ \t]*([-+]?(?:\d+(?:\.\d*)?|\.\d+))")
+
+
 def read_number(text: str | None, sources: tuple[str, ...] = ()) -> NumberRead:
     """The one number an answer gives, read as its author meant it: every experiment's answer
     parser reads its numbers here.
@@ -267,8 +272,13 @@ def read_number(text: str | None, sources: tuple[str, ...] = ()) -> NumberRead:
     labelled = []
     for lab in _LABEL.finditer(text):
         m = _SIGNED.match(text, lab.end())
-        if m is not None:
-            labelled.append(_number(m, text, labelled=True))
+        if m is None:
+            continue
+        after = _ENUMERATED.match(text, m.end())
+        if after is not None:  # "Answer: 1. 0.52": an enumeration's marker and its number, not one answer
+            return NumberRead(None, f"several numbers ({m.group(0).strip()}, {after.group(1)}) in the answer; "
+                                    "expected one number")
+        labelled.append(_number(m, text, labelled=True))
     if labelled:
         values = {r.value for r in labelled if r.value is not None}
         if len(values) > 1:

@@ -170,7 +170,6 @@ def test_the_untouched_plan_runs_dry(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("option", "named"), [
     (["--rpm", "0"], "--rpm must be a positive number, got 0"),
-    (["--rpm", "nan"], "run(): --rpm must be a finite number, got nan"),  # the ct. door's refusal, naming the option
     (["--tpm", "-1"], "--tpm must be a positive number"),
     (["--top-logprobs", "-3"], "--top-logprobs must be a count >= 0, got -3"),
 ])
@@ -178,6 +177,17 @@ def test_absurd_run_settings_are_refused_in_one_line(tmp_path: Path, option: lis
     message = user_error(["run", "two-step", "--llm", "hf:tiny-random", "-o", str(tmp_path / "r"), "--dry-run",
                           *option])
     assert named in message
+
+
+def test_a_nan_rate_is_refused_in_one_line_naming_the_option(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from cogtestbed.cli import run_cli
+
+    code = run_cli(["run", "two-step", "--llm", "hf:tiny-random", "-o", str(tmp_path / "r"), "--dry-run",
+                    "--rpm", "nan"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "'--rpm': nan is not a finite number" in err
 
 
 def test_a_design_value_given_twice_is_refused() -> None:

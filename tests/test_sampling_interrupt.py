@@ -130,7 +130,7 @@ def test_ctrl_c_during_a_fits_sampling_ends_the_command_with_one_line(tmp_path: 
                            "--subjects", "4", "-o", str(table)], env=env, capture_output=True, text=True, cwd=ROOT)
     assert made.returncode == 0, made.stderr
     child = subprocess.Popen([sys.executable, "-m", "cogtestbed", "fit", "rw", str(table), "--chains", "2",
-                              "--draws", "300000", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              "--draws", "100000", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, env=env, cwd=ROOT)
     assert child.stderr is not None
     lines = []
@@ -140,7 +140,7 @@ def test_ctrl_c_during_a_fits_sampling_ends_the_command_with_one_line(tmp_path: 
             if re.search(r": [1-9]\d*/\d+ draws", line):
                 break
         child.send_signal(signal.SIGINT)
-        _, rest = child.communicate(timeout=60)  # a hang guard: 300,000 draws would take far longer
+        _, rest = child.communicate(timeout=60)  # a hang guard: 100,000 draws would take far longer
     finally:
         child.kill()
         child.wait()

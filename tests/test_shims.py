@@ -189,3 +189,15 @@ def test_torch_shim_is_pinned_to_the_makefiles_torch_and_its_kernels_compute_a_l
     with torch.inference_mode():
         out = pointwise(x, reorder(w, None), b, "none", [], "")
     assert torch.allclose(out, x @ w.T + b) and tuple(out.shape) == (4, 3)
+
+
+def test_ppi_shim_is_pinned_to_the_locked_ppi_python_and_its_correlation_is_pearsons() -> None:
+    import numpy as np
+
+    from cogtestbed.shims import ppi_shim
+
+    assert ppi_shim.problems() == []
+    rng = np.random.default_rng(0)
+    labels = rng.normal(size=400)
+    predicted = labels + rng.normal(size=400)
+    assert abs(ppi_shim.ppi_correlation(labels, predicted) - np.corrcoef(labels, predicted)[0, 1]) < 0.01

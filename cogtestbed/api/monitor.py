@@ -105,7 +105,7 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
 
         design = load_plan(Path(plan)).get("monitor")
         if design is None:
-            raise InputError(f"monitor(): plan {plan} has no monitor to run (write one with `plan --monitor`)")
+            raise InputError(f"monitor(): plan {plan} has no monitor to run (write one with a monitor plan)")
     else:
         if bounds is None:
             raise InputError("monitor(): bounds are required without a plan (the range every value lies in)")

@@ -161,14 +161,10 @@ _NUMBER = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)")
 
 def parse_labelled(text: str | None, labels: tuple[str, ...]) -> ParseResult:
     """The paper's answer format (App. B): exactly ``len(labels)`` lines, line j exactly
-    ``<label_j>: <number between 0 and 1>`` in the prompt's label order, no extra text.
-
-    Digits are read as :func:`~cogtestbed.environments.parsing.normalize_numerals` writes them
-    (``No: ０．３０`` is 0.30).  Only surrounding whitespace (of the answer and of each line) is
-    tolerated; anything else —
-    another label spelling or order, ``=`` for ``:``, a percent sign, an extra line, a number
-    outside [0, 1] — is a failure whose reason names the first offending line.
-    """
+    ``<label_j>: <number between 0 and 1>`` in the prompt's label order, no extra text; digits as
+    :func:`~cogtestbed.environments.parsing.normalize_numerals` reads them (``No: ０．３０`` is 0.30).
+    Only surrounding whitespace is tolerated; anything else (another label spelling or order, ``=`` for ``:``,
+    a percent sign, an extra line, a number outside [0, 1]) is a failure naming the first offending line."""
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
     lines = [line.strip() for line in normalize_numerals(text).strip().splitlines()]
@@ -198,11 +194,8 @@ _DECISION_LINES = (re.compile(r"Can decide: (Yes|No)"), re.compile(r"Decision: (
 
 def parse_decision(text: str | None) -> ParseResult:
     """B.2.1's answer, exactly the two lines of its "Example format" ("Can decide: <Yes|No>" /
-    "Decision: <Yes|No>") → array (action, forced choice).
-
-    Can decide = No → Defer (2); otherwise the Decision, No (0) or Yes (1).  Anything else (other
-    wording, case, order or extra lines) is a failure with its reason.
-    """
+    "Decision: <Yes|No>") → array (action, forced choice): Can decide = No → Defer (2); otherwise the
+    Decision, No (0) or Yes (1).  Anything else (other wording, case, order, extra lines) fails with its reason."""
     if text is None or not text.strip():
         return ParseResult.failure("empty answer")
     lines = [line.strip() for line in normalize_numerals(text).strip().splitlines()]

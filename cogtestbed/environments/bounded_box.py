@@ -14,13 +14,15 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from cogtestbed.errors import InputError
+
 
 class BoundedBox(spaces.Box):
     """A float ``Box`` with finite bounds on every coordinate; ``sample`` as ``Box.sample``, faster."""
 
     def __init__(self, low: float, high: float, shape: tuple[int, ...], dtype: Any = np.float64) -> None:
         if not (np.isfinite(low) and np.isfinite(high)) or np.dtype(dtype).kind != "f":
-            raise ValueError("BoundedBox takes finite bounds and a float dtype")
+            raise InputError("BoundedBox takes finite bounds and a float dtype")
         super().__init__(low, high, shape=shape, dtype=dtype)
         self._low64, self._span = self.low.astype(np.float64), self.high.astype(np.float64) - self.low
 

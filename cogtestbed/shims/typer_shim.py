@@ -42,16 +42,23 @@ def plain_value(descriptor: Any, value: Any, param: Any, ctx: Any) -> Any:
     annotation = descriptor.annotation
     if annotation in (str, bool) and type(value) is annotation:
         return value
-    if annotation in (int, float) and type(value) is annotation and not info.clamp:
-        if (info.min is None or value >= info.min) and (info.max is None or value <= info.max):
-            return value
-        return NOT_PLAIN
-    if annotation in (int, float) and type(value) is str and not info.clamp:
-        return typed_number(value, annotation, info.min, info.max, param, ctx)
+    if annotation in (int, float) and not info.clamp:
+        return _plain_number(annotation, value, info, param, ctx)
     if annotation is Path and info.path_type is None and type(value) is str and value and str(Path(value)) == value:
         from typer._param_types import coerce_cli_path
 
         return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
+    return NOT_PLAIN
+
+
+def _plain_number(annotation: type, value: Any, info: Any, param: Any, ctx: Any) -> Any:
+    """A default ``int`` / ``float`` of the parameter's own type within its ``min`` / ``max``, or a number typed on
+    the command line (:func:`typed_number`); else :data:`NOT_PLAIN`."""
+    if type(value) is annotation:
+        within = (info.min is None or value >= info.min) and (info.max is None or value <= info.max)
+        return value if within else NOT_PLAIN
+    if type(value) is str:
+        return typed_number(value, annotation, info.min, info.max, param, ctx)
     return NOT_PLAIN
 
 

@@ -139,10 +139,9 @@ def people_only_n(labels: np.ndarray, halfwidth: float, level: float) -> int:
 
 def ppi_correlation(labels: np.ndarray, predicted: np.ndarray) -> float:
     """ppi_py's PPI correlation of the pilot (Pearson's r, capped below 1 by 1/n as ppi_py caps it)."""
-    from ppi_py.ppi_power_analysis import _get_ppi_corr
+    from cogtestbed.shims.ppi_shim import ppi_correlation as shim_correlation
 
-    centre = float(np.mean(labels))
-    return float(_get_ppi_corr(labels - centre, predicted - centre, np.eye(1)))
+    return shim_correlation(labels, predicted)
 
 
 def correlation_bounds(rho: float, pairs: int, level: float = 0.05) -> tuple[float, float]:

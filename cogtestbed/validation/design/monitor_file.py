@@ -50,29 +50,15 @@ def checked_monitor(design: Any, where: str) -> dict[str, Any]:
     inside them, the planned bet keeps every factor of the e-process positive on them, a symmetry scale is
     positive and finite, and ``outside`` is one of :data:`OUTSIDE`.  The first problem in one line naming the
     field (``where``: the design's place, e.g. ``--plan: PATH: run.monitor``)."""
-    if not isinstance(design, Mapping):
-        raise InputError(f"{where} must be an object, got {design!r}")
-    if "digest" not in design:
-        raise InputError(f"{where} has no `digest` of its content: re-plan it with `cogtestbed plan --monitor`")
-    if design["digest"] != monitor_digest(design):
-        raise InputError(f"{where} was edited after it was planned (its content does not match its `digest`): "
-                         "re-plan it with `cogtestbed plan --monitor`")
+    _check_sealed(design, where)
     level = _finite(design, "level", where)
     if not 0.0 < level < 1.0:
         raise InputError(f"{where}.level must lie in (0, 1), got {level:g}")
     cap = design.get("cap")
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
         raise InputError(f"{where}.cap must be a whole number >= 1, got {cap!r}")
-    bounds, scale = design.get("bounds"), design.get("symmetry_scale")
-    if bounds is None and scale is not None:  # the symmetry test needs no bounds (a metric's pair differences)
-        bounds = [-math.inf, math.inf]
-    elif not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
-        raise InputError(f"{where}.bounds must be two numbers [lo, hi], got {bounds!r}")
-    else:
-        bounds = [_finite({"bounds": b}, "bounds", where) for b in bounds]
-    lo, hi = (float(b) for b in bounds)
-    if not lo < hi:
-        raise InputError(f"{where}.bounds must have lo < hi, got [{lo:g}, {hi:g}]")
+    scale = design.get("symmetry_scale")
+    lo, hi = _checked_bounds(design, scale is not None, where)
     width = _finite({"halfwidth": design.get("halfwidth") or 0.0}, "halfwidth", where)
     if not (width >= 0.0 and lo < -width and width < hi):
         raise InputError(f"{where}: the null interval 0 ± {width:g} must lie strictly inside the bounds "
@@ -88,6 +74,33 @@ def checked_monitor(design: Any, where: str) -> dict[str, Any]:
     if design.get("outside", "stop") not in OUTSIDE:
         raise InputError(f"{where}.outside must be one of {', '.join(OUTSIDE)}, got {design.get('outside')!r}")
     return dict(design)
+
+
+def _check_sealed(design: Any, where: str) -> None:
+    """``design`` is an object whose ``digest`` matches its content (a hand edit is refused)."""
+    if not isinstance(design, Mapping):
+        raise InputError(f"{where} must be an object, got {design!r}")
+    if "digest" not in design:
+        raise InputError(f"{where} has no `digest` of its content: re-plan it as a monitor plan")
+    if design["digest"] != monitor_digest(design):
+        raise InputError(f"{where} was edited after it was planned (its content does not match its `digest`): "
+                         "re-plan it as a monitor plan")
+
+
+def _checked_bounds(design: Mapping[str, Any], symmetric: bool, where: str) -> tuple[float, float]:
+    """The design's finite bounds ``lo < hi``; without bounds, a symmetry test's whole line (a metric's pair
+    differences need none)."""
+    bounds = design.get("bounds")
+    if bounds is None and symmetric:
+        bounds = [-math.inf, math.inf]
+    elif not isinstance(bounds, (list, tuple)) or len(bounds) != 2:
+        raise InputError(f"{where}.bounds must be two numbers [lo, hi], got {bounds!r}")
+    else:
+        bounds = [_finite({"bounds": b}, "bounds", where) for b in bounds]
+    lo, hi = (float(b) for b in bounds)
+    if not lo < hi:
+        raise InputError(f"{where}.bounds must have lo < hi, got [{lo:g}, {hi:g}]")
+    return lo, hi
 
 
 def _check_bet(bet: float, lo: float, hi: float, width: float, symmetric: bool, where: str) -> None:

@@ -43,7 +43,7 @@ def check_sources(req: PlanRequest) -> None:
 
     if isinstance(req.people.population, str | os.PathLike):
         population_path(req.people.population)
-    if req.simulated.pilot is not None:
+    if req.simulated.pilot is not None and not Path(req.simulated.pilot).is_file():  # a file: a forms plan's table
         pilot_trials(req.simulated.pilot)
 
 

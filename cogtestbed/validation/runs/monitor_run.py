@@ -175,6 +175,16 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
     return result
 
 
+def _check_pair_output(output: Path, full: Mapping[str, Any], resume: bool) -> None:
+    """A resumed pair run continues under the plan and LLMs it started with; a new one starts in a folder that
+    holds no monitored run."""
+    if resume and (output / MONITOR_DESIGN).exists() and json.loads((output / MONITOR_DESIGN).read_text()) != full:
+        raise InputError(f"{output / MONITOR_DESIGN}: this run was monitored under another plan or other LLMs; "
+                         "resume it with those")
+    if not resume and (output / MONITOR_FILE).exists():
+        raise InputError(f"{output} already holds a monitored run; pass `resume` to continue it")
+
+
 def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, Any],
                        execute_run: Callable[[Any], Any], say: Say) -> Any:
     """Play two LLMs' units pair by pair under the plan's monitor: at step ``n`` each LLM plays its ``n``-th
@@ -192,11 +202,7 @@ def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, 
     design = checked_monitor(design, "the plan's monitor")  # before the first call
     resume = bool(requests[0].resume)
     full = {**design, "llms": [r.llm for r in requests], "run_dirs": [r.output.name for r in requests]}
-    if resume and (output / MONITOR_DESIGN).exists() and json.loads((output / MONITOR_DESIGN).read_text()) != full:
-        raise InputError(f"{output / MONITOR_DESIGN}: this run was monitored under another plan or other LLMs; "
-                         "resume it with those")
-    if not resume and (output / MONITOR_FILE).exists():
-        raise InputError(f"{output} already holds a monitored run; pass `resume` to continue it")
+    _check_pair_output(output, full, resume)
     done = recorded_steps(output) if resume else []
     if done and done[-1]["decision"] != "continue":
         say(f"the run stopped at pair {done[-1]['subject']} ({done[-1]['decision']}): nothing to resume")

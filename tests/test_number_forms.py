@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from parse_checks import check_parsed
 
 from cogtestbed.api.core import get_experiment
 from cogtestbed.environments.causal_answers import parse_number
@@ -31,14 +32,6 @@ def _magnitude(task: str) -> MagnitudeEnv:
     return env
 
 
-def _check(parsed: Any, expected: Any) -> None:
-    """``expected``: the action, or ``"!"`` + a piece of the failure's reason."""
-    if isinstance(expected, str) and expected.startswith("!"):
-        assert parsed.action is None, parsed
-        assert expected[1:] in str(parsed.error), parsed.error
-    else:
-        assert parsed.error is None, parsed.error
-        np.testing.assert_allclose(np.asarray(parsed.action, dtype=float), expected)
 
 
 # ----------------------------------------------------------------------------- 1. digits of any script
@@ -78,34 +71,34 @@ def test_full_width_and_arabic_indic_numbers_are_read_whole(target: str, text: s
     parsed = _parse(target, text)
     if target == "collider" and parsed.error is None:
         parsed = type(parsed).success(float(parsed.action))
-    _check(parsed, expected)
+    check_parsed(parsed, expected)
 
 
 def test_restless_confidence_and_choices_read_any_script() -> None:
     restless = _env("restless-bandit")
-    _check(restless.parse("Ｊ"), 1)
+    check_parsed(restless.parse("Ｊ"), 1)
     for text, expected in [("٦٥", 0.65), ("６５％", 0.65), ("０．６５", 0.65), ("１．５", "!not the digits")]:
-        _check(parse_decimal_digits(text, "confidence"), expected)
+        check_parsed(parse_decimal_digits(text, "confidence"), expected)
 
 
 def test_choice_letters_and_belief_decisions_read_full_width_forms() -> None:
     risky = _env("risky-choice")
     a, b = risky.letters()
-    _check(risky.parse(chr(ord(b) + 0xFEE0) + "＞＞"), 1)  # full-width "Q>>"
-    _check(_env("belief-coherence").parse("No: ０．２\nYes: ０．８"), [0.2, 0.8])  # its first phase
+    check_parsed(risky.parse(chr(ord(b) + 0xFEE0) + "＞＞"), 1)  # full-width "Q>>"
+    check_parsed(_env("belief-coherence").parse("No: ０．２\nYes: ０．８"), [0.2, 0.8])  # its first phase
     from cogtestbed.environments.belief import parse_decision
 
-    _check(parse_decision("Ｃａｎ ｄｅｃｉｄｅ： Ｙｅｓ\nＤｅｃｉｓｉｏｎ： Ｎｏ"), [0, 0])  # decided: No
+    check_parsed(parse_decision("Ｃａｎ ｄｅｃｉｄｅ： Ｙｅｓ\nＤｅｃｉｓｉｏｎ： Ｎｏ"), [0, 0])  # decided: No
 
 
 def test_option_numbers_read_any_script() -> None:
     disc = _env("temporal-discounting")
-    _check(disc.parse("２"), 1)
-    _check(disc.parse(" ١."), 0)
+    check_parsed(disc.parse("２"), 1)
+    check_parsed(disc.parse(" ١."), 0)
     bart = _env("bart")
     skip, inflate = bart.option_numbers()
-    _check(bart.parse(chr(ord("０") + inflate)), 1)
-    _check(bart.parse(chr(ord("٠") + skip)), 0)
+    check_parsed(bart.parse(chr(ord("０") + inflate)), 1)
+    check_parsed(bart.parse(chr(ord("٠") + skip)), 0)
 
 
 # ----------------------------------------------------------------------------- 2. several numbers
@@ -122,11 +115,11 @@ SEVERAL = [
 
 @pytest.mark.parametrize(("target", "text"), SEVERAL)
 def test_enumerations_and_restated_history_are_no_answer(target: str, text: str) -> None:
-    _check(_parse(target, text), "!several numbers")
+    check_parsed(_parse(target, text), "!several numbers")
 
 
 def test_restless_confidence_refuses_an_enumeration() -> None:
-    _check(parse_decimal_digits("1. 65", "confidence"), "!several numbers")
+    check_parsed(parse_decimal_digits("1. 65", "confidence"), "!several numbers")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -148,7 +141,7 @@ def test_the_shared_reader_names_the_numbers_it_refused(text: str, expected: str
     ("maze-distance", "5.2 units", 5.2),
 ])
 def test_the_usual_forms_still_read(task: str, text: str, expected: Any) -> None:
-    _check(parse_magnitude(text, task), expected)
+    check_parsed(parse_magnitude(text, task), expected)
     assert parse_number("1,000") == (None, "decimal comma in '1,000'; expected a number such as 72.5")
     assert parse_number("72.5%") == (72.5, None)
 

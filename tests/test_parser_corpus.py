@@ -17,8 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from parse_checks import check_parsed
 
 from cogtestbed.api.core import get_experiment
 from cogtestbed.environments.belief import parse_belief
@@ -32,14 +32,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "smollm2_marker_answers.json"
 ISSUE_ECHOES = ("|---------------0------|", "-------0-------", "|----0---|")
 
 
-def _check(parsed: Any, expected: Any) -> None:
-    """``expected``: the action (a number, or an array), or ``"!"`` + a piece of the failure's reason."""
-    if isinstance(expected, str) and expected.startswith("!"):
-        assert parsed.action is None, parsed
-        assert expected[1:] in str(parsed.error), parsed.error
-    else:
-        assert parsed.error is None, parsed.error
-        np.testing.assert_allclose(np.asarray(parsed.action, dtype=float), expected)
 
 
 # ----------------------------------------------------------------------------- magnitude
@@ -62,21 +54,21 @@ MARKER = [
 
 @pytest.mark.parametrize(("text", "expected"), MARKER)
 def test_marker_location_answers(text: str, expected: Any) -> None:
-    _check(parse_magnitude(text, "marker-location"), expected)
+    check_parsed(parse_magnitude(text, "marker-location"), expected)
 
 
 def test_duration_maze_and_ratio_answers_read_units_thousands_and_echoes() -> None:
     for text, expected in [("12.5 seconds", 12.5), ("about 7 s", 7.0), ("2 minutes", 120.0), ("1.5 min.", 90.0),
                            ("1,250 ms", 1.25), ("1,250", "!1250 outside"), ("45%", "!percentage")]:
-        _check(parse_magnitude(text, "duration"), expected)
+        check_parsed(parse_magnitude(text, "duration"), expected)
     path = maze_text(maze_path(5.0, 3))
     moves = path.splitlines()
     for text, expected in [(moves[1], f"!{ECHO_REASON}"), ("\n".join(moves[1:4]), f"!{ECHO_REASON}"),
                            (moves[1] + "\nAnswer: 4.9", 4.9), (moves[1] + "\n5.2 units", 5.2),
                            (moves[2].split(". ", 1)[1] + ". So about 4.8.", 4.8), ("4.9", 4.9)]:
-        _check(parse_magnitude(text, "maze-distance", (path,)), expected)
-    _check(parse_magnitude("|-----|\n|------------|", "line-ratio"), f"!{ECHO_REASON}")
-    _check(parse_magnitude("|-----|\n|------------|\n0.4", "line-ratio"), 0.4)
+        check_parsed(parse_magnitude(text, "maze-distance", (path,)), expected)
+    check_parsed(parse_magnitude("|-----|\n|------------|", "line-ratio"), f"!{ECHO_REASON}")
+    check_parsed(parse_magnitude("|-----|\n|------------|\n0.4", "line-ratio"), 0.4)
 
 
 def test_the_environment_sets_aside_its_own_stimulus_and_instructions_not_the_subjects_answers() -> None:
@@ -87,9 +79,9 @@ def test_the_environment_sets_aside_its_own_stimulus_and_instructions_not_the_su
         obs, *_ = env.step(0.25)
     system = obs["prompt"][0]["content"]
     steering = next(s for s in system.split(". ") if "range of" in s)
-    _check(env.parse(steering + "."), f"!{ECHO_REASON}")  # the prompt's own numbers
-    _check(env.parse(obs["prompt"][-1]["content"]), f"!{ECHO_REASON}")
-    _check(env.parse("0.25"), 0.25)  # its own earlier answer is an answer, not an echo
+    check_parsed(env.parse(steering + "."), f"!{ECHO_REASON}")  # the prompt's own numbers
+    check_parsed(env.parse(obs["prompt"][-1]["content"]), f"!{ECHO_REASON}")
+    check_parsed(env.parse("0.25"), 0.25)  # its own earlier answer is an answer, not an echo
 
 
 def test_smollm2s_real_marker_answers_parse_as_meant() -> None:
@@ -182,7 +174,7 @@ def test_collider_ratings() -> None:
         if isinstance(expected, float):
             assert parsed.error is None and float(parsed.action) == expected, (text, parsed)
         else:
-            _check(parsed, expected)
+            check_parsed(parsed, expected)
     assert parse_number("0 means completely unlikely.") == (0.0, None)  # without the prompt: no echo known
 
 
@@ -201,13 +193,13 @@ def test_bart_and_temporal_discounting_options() -> None:
     assert echo.strip() in bart.render_prompt() and question
     for text, expected in [(f" {inflate}", 1), (f" {skip}.", 0), (f"{inflate} because", 1),
                            (echo, f"!{ECHO_REASON}"), (f"-- {inflate}", 1), ("3", "!no option")]:
-        _check(bart.parse(text), expected)
+        check_parsed(bart.parse(text), expected)
     disc = _env("temporal-discounting")
     prompt = disc.render_prompt()
     options = [line.strip(" -") for line in prompt.splitlines() if line.strip().startswith("- Option")]
     for text, expected in [(" 1", 0), (" 2.", 1), ("I prefer option 2.", 1), (options[0], 0),  # one restated option
                            ("\n".join(options), f"!{ECHO_REASON}"), ("12 months", "!no option")]:
-        _check(disc.parse(text), expected)
+        check_parsed(disc.parse(text), expected)
 
 
 def test_machine_letters_of_the_bandits() -> None:
@@ -215,7 +207,7 @@ def test_machine_letters_of_the_bandits() -> None:
     history = [line.strip(" -") for line in horizon.render_prompt().splitlines() if "delivered" in line]
     for text, expected in [(" F", 0), (" J.", 1), ("Machine J", 1), ("\n".join(history[:2]), f"!{ECHO_REASON}"),
                            ("Machine F or Machine J", "!ambiguous"), (" 48", "!no machine letter")]:
-        _check(horizon.parse(text), expected)
+        check_parsed(horizon.parse(text), expected)
     inst = _env("instrumental-learning")
     offered = inst.offered_letters()
     prompt = inst.render_prompt()
@@ -223,15 +215,15 @@ def test_machine_letters_of_the_bandits() -> None:
     arms = {inst.parse(f" {offered[0]}.").action, inst.parse(f"Machine {offered[1]}").action}
     assert arms == {0, 1}  # the arm index of each offered machine in this casino
     for text, expected in [(ask, f"!{ECHO_REASON}"), ("Machine Z", "!is not offered")]:
-        _check(inst.parse(text), expected)
+        check_parsed(inst.parse(text), expected)
     restless = _env("restless-bandit")
     ask = "Which machine do you choose between machine F and J?"
     assert ask in restless.render_prompt()
     for text, expected in [(" F", 0), (" J", 1), (ask, f"!{ECHO_REASON}")]:
-        _check(restless.parse(text), expected)
+        check_parsed(restless.parse(text), expected)
     for text, expected in [("65", 0.65), ("0.65", 0.65), ("5.", 0.5), ("-65", "!no confidence digits"),
                            ("--- 65", 0.65), ("65%", 0.65)]:  # a dash run is no sign, as in every parser
-        _check(parse_decimal_digits(text, "confidence"), expected)
+        check_parsed(parse_decimal_digits(text, "confidence"), expected)
 
 
 def test_letters_of_two_step_risky_choice_and_revealed_belief() -> None:
@@ -239,21 +231,21 @@ def test_letters_of_two_step_risky_choice_and_revealed_belief() -> None:
     ask = "Do you want to take the spaceship to planet X or planet Y?"
     for text, expected in [(" X", 0), (" Y.", 1), ("Planet Y", 1), (ask, f"!{ECHO_REASON}"),
                            ("X or Y", "!ambiguous"), (" Z", "!not offered")]:
-        _check(two.parse(text), expected)
+        check_parsed(two.parse(text), expected)
     risky = _env("risky-choice")
     a, b = risky.letters()
     both = risky.render_prompt().splitlines()[-1].rsplit(" You choose", 1)[0]
     line = both.split(". ")[0] + "."  # lottery a restated alone: read as choosing it
     for text, expected in [(f"{a}>>", 0), (f" {b}", 1), (f"lottery {b}", 1), (both, f"!{ECHO_REASON}"),
                            (line, 0), (f"{a} or {b}", "!ambiguous")]:
-        _check(risky.parse(text), expected)
+        check_parsed(risky.parse(text), expected)
     rev = get_experiment("revealed-belief").env_cls()
     rev.reset(seed=0)
     while rev.current_channel() != "staa":
         rev.step(0)
     answers = rev.render_prompt().split("Answers: ", 1)[1]
     for text, expected in [("[C]", 2), ("C) because", 2), (answers, f"!{ECHO_REASON}"), ("none", "!no answer")]:
-        _check(rev.parse(text), expected)
+        check_parsed(rev.parse(text), expected)
 
 
 def test_probabilistic_and_belief_answers() -> None:
@@ -261,13 +253,13 @@ def test_probabilistic_and_belief_answers() -> None:
     for text, expected in [("33", 0.33), ("0.33", 0.33), (" 07.", 0.07),
                            ("(Give your probability estimate on the scale from 0 to 1", "!no probability digits"),
                            ("-33", "!no probability digits")]:
-        _check(prob.parse(text), expected)
+        check_parsed(prob.parse(text), expected)
     for text, expected in [("No: 0.30\nYes: 0.70", [0.3, 0.7]),
                            # the format's own example: indistinguishable from a report of 50/50, read as one
                            ("No: 0.50\nYes: 0.50", [0.5, 0.5]),
                            ("No: -0.30\nYes: 0.70", "!line 1"), ("No: 30%\nYes: 70%", "!line 1"),
                            ("No: 0,3\nYes: 0,7", "!line 1"), ("Answer:\nNo: 0.3\nYes: 0.7", "!expected exactly 2")]:
-        _check(parse_belief(text), expected)
+        check_parsed(parse_belief(text), expected)
 
 
 def test_every_registered_experiment_has_a_corpus_here() -> None:
@@ -284,5 +276,5 @@ def test_a_parser_reads_on_a_bare_environment() -> None:
     """Before a reset there is no prompt to echo: the parser still reads (and refuses) answers."""
     horizon = get_experiment("horizon").env_cls()
     assert horizon.shown_prompt() == "" and horizon.parse(" J").action == 1
-    _check(MagnitudeEnv().parse("|----0---|"), f"!{ECHO_REASON}")
-    _check(get_experiment("collider").env_cls().parse("Answer: 40"), 40.0)
+    check_parsed(MagnitudeEnv().parse("|----0---|"), f"!{ECHO_REASON}")
+    check_parsed(get_experiment("collider").env_cls().parse("Answer: 40"), 40.0)

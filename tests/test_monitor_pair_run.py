@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from monitor_support import kill9_after_first_step, recorded_steps
 
 from cogtestbed.cli import run_cli
 
@@ -35,10 +36,6 @@ def _plan(path: Path, cap: int, **extra: Any) -> Path:
     return path / "plan.json"
 
 
-def _steps(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (out / "monitor.jsonl").read_text().splitlines()]
-
-
 @pytest.fixture
 def shifted(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each pair's difference as if LLM 2's optimism bias were 0.6 above LLM 1's (tiny random models answer
@@ -60,7 +57,7 @@ def test_a_two_llm_monitor_buys_pair_by_pair_stops_at_the_boundary_and_looks_rep
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     plan, out = _plan(tmp_path / "plan", 12), tmp_path / "run"
     assert run_cli(["run", "--monitor", str(plan), "-o", str(out)]) == 0
-    steps = _steps(out)
+    steps = recorded_steps(out)
     assert [s["subject"] for s in steps] == list(range(1, len(steps) + 1))
     assert steps[-1]["decision"] == "efficacy" and 4 <= len(steps) < 12 and steps[-1]["e_value"] >= 20
     assert all(s["decision"] == "continue" and s["e_value"] < 20 for s in steps[:-1])
@@ -76,7 +73,7 @@ def test_a_two_llm_monitor_buys_pair_by_pair_stops_at_the_boundary_and_looks_rep
     # an invocation that died after pair 3: --resume continues the same path from pair 4, from the cache
     (out / "monitor.jsonl").write_text("".join(json.dumps(s) + "\n" for s in steps[:3]))
     assert run_cli(["run", "--monitor", str(plan), "-o", str(out), "--resume"]) == 0
-    assert _steps(out) == steps
+    assert recorded_steps(out) == steps
     assert run_cli(["run", "--monitor", str(plan), "-o", str(out), "--resume"]) == 0
     assert "nothing to resume" in capsys.readouterr().err
     assert run_cli(["run", "--monitor", str(plan), "-o", str(out)]) == 2  # a fresh run over a monitored one
@@ -88,7 +85,7 @@ def test_a_two_llm_monitor_without_evidence_stops_at_the_cap(tmp_path, monkeypat
     plan, out = _plan(tmp_path / "plan", 3), tmp_path / "run"
     assert run_cli(["run", "--plan", str(plan), "-o", str(out)]) == 0
     # tiny random models answer nothing valid: no pair has a difference, the e-value stays 1
-    assert [(s["subject"], s["observation"], s["e_value"], s["decision"]) for s in _steps(out)] == [
+    assert [(s["subject"], s["observation"], s["e_value"], s["decision"]) for s in recorded_steps(out)] == [
         (1, None, 1.0, "continue"), (2, None, 1.0, "continue"), (3, None, 1.0, "futility")]
     assert run_cli(["looks", str(out)]) == 0
 
@@ -115,10 +112,8 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     """The temporal-discounting score between two served models, monitored pair by pair: killed -9 after its
     first recorded pair, resumed on the same path, replayed by ``looks``."""
     import os
-    import signal
     import subprocess
     import sys
-    import time
 
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.design.monitor_file import sealed
@@ -139,22 +134,12 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     out = tmp_path / "run"
     env = {**os.environ, "OPENAI_API_KEY": "sk-test", "COGTESTBED_CACHE": str(tmp_path / "cache.sqlite")}
     args = ["run", "--monitor", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]
-    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed", *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env=env)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "monitor.jsonl").exists() and (out / "monitor.jsonl").read_text().count("\n") >= 1:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    before = _steps(out)
+    before = kill9_after_first_step(args, env, out, 300)
     assert 1 <= len(before) < 4
     done = subprocess.run([sys.executable, "-m", "cogtestbed", *args, "--resume"], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    after = _steps(out)
+    after = recorded_steps(out)
     assert after[: len(before)] == before and [s["subject"] for s in after] == list(range(1, len(after) + 1))
     assert after[-1]["decision"] in ("efficacy", "futility") and (len(after) == 4 or after[-1]["e_value"] >= 20)
     checked = subprocess.run([sys.executable, "-m", "cogtestbed", "looks", str(out), "--json"], env=env,

@@ -5,14 +5,11 @@ same path, and ``cogtestbed looks`` recomputes every step from the trial table."
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from monitor_support import kill9_after_first_step, recorded_steps
 
 from cogtestbed.cli import run_cli
 
@@ -36,10 +33,6 @@ def _plan(path: Path, cap: int, null_value: float, bounds: tuple[float, float],
     return path / "plan.json"
 
 
-def _steps(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in (out / "monitor.jsonl").read_text().splitlines()]
-
-
 @pytest.fixture
 def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, str]:
     values = {"OPENAI_API_KEY": "sk-test", "COGTESTBED_CACHE": str(tmp_path / "cache.sqlite")}
@@ -54,7 +47,7 @@ def test_monitored_run_with_no_evidence_stops_at_the_cap(tmp_path, server, env, 
     # the tiny random model answers nothing valid: no subject has an estimate, the e-value stays 1
     plan, out = _plan(tmp_path / "plan", 3, 0.0, (-1.0, 1.0)), tmp_path / "run"
     assert run_cli(["run", "--plan", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]) == 0
-    steps = _steps(out)
+    steps = recorded_steps(out)
     assert [(s["subject"], s["observation"], s["e_value"], s["decision"]) for s in steps] == [
         (1, None, 1.0, "continue"), (2, None, 1.0, "continue"), (3, None, 1.0, "futility")]
     assert steps[-1]["lower"] < -0.9 and steps[-1]["upper"] > 0.9  # the confidence sequence is the whole range
@@ -81,7 +74,7 @@ def test_monitored_run_stops_at_the_boundary_and_looks_reproduces_it(tmp_path, s
     plan, out = _plan(tmp_path / "plan", 12, 0.0, (-0.2, 1.0)), tmp_path / "run"
     # `run --monitor PLAN`, the issue's spelling of `run --plan PLAN`
     assert run_cli(["run", "--monitor", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]) == 0
-    steps = _steps(out)
+    steps = recorded_steps(out)
     assert [s["subject"] for s in steps] == list(range(1, len(steps) + 1))
     assert steps[-1]["decision"] == "efficacy" and len(steps) < 12 and steps[-1]["e_value"] >= 20
     assert all(s["decision"] == "continue" and s["e_value"] < 20 for s in steps[:-1])
@@ -106,20 +99,10 @@ def test_kill9_then_resume_continues_the_same_path(tmp_path, server, env):
     url, _ = server
     plan, out = _plan(tmp_path / "plan", 4, 0.0, (-1.0, 1.0)), tmp_path / "run"
     args = ["run", "--plan", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]
-    proc = subprocess.Popen([sys.executable, "-m", "cogtestbed", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env={**__import__("os").environ, **env})
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and proc.poll() is None:
-        if (out / "monitor.jsonl").exists() and (out / "monitor.jsonl").read_text().count("\n") >= 1:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the run finished before it could be killed"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    before = _steps(out)
+    before = kill9_after_first_step(args, {**__import__("os").environ, **env}, out, 180)
     assert 1 <= len(before) < 4
     assert run_cli([*args, "--resume"]) == 0
-    after = _steps(out)
+    after = recorded_steps(out)
     assert after[: len(before)] == before  # the same path, continued
     assert [s["subject"] for s in after] == list(range(1, len(after) + 1))
     assert after[-1]["decision"] in ("efficacy", "futility")

@@ -321,14 +321,21 @@ def test_max_cost_refuses_the_call_that_would_exceed_it():
 
 
 def test_rate_limiter_spaces_requests_and_tokens():
-    async def go(limiter, n, tokens):
-        t0 = time.monotonic()
-        for _ in range(n):
-            await limiter.acquire(tokens)
-        return time.monotonic() - t0
+    """On a frozen event-loop clock: a second's worth passes at once, the next waits its share of a second."""
+    async def spaced(limiter, tokens, burst):
+        loop = asyncio.get_running_loop()
+        now = [loop.time()]
+        loop.time = lambda: now[0]  # type: ignore[method-assign]  # the buckets read the loop's clock
+        for _ in range(burst):
+            await limiter.acquire(tokens)  # a full bucket: no wait
+        bucket = limiter._requests or limiter._tokens
+        amount = 1 if limiter._requests else tokens
+        waits = not bucket.has_capacity(amount)
+        now[0] += 1.5 * amount / (bucket.max_rate / bucket.time_period)  # 1.5 units drain meanwhile
+        return waits, bucket.has_capacity(amount)
 
-    assert asyncio.run(go(RateLimiter(requests_per_min=1200), 30, 1)) >= 0.45  # 20/s, burst 20
-    assert asyncio.run(go(RateLimiter(tokens_per_min=60_000), 3, 1000)) >= 1.9  # 1000 tok/s
+    assert asyncio.run(spaced(RateLimiter(requests_per_min=1200), 1, 20)) == (True, True)  # 20/s, burst 20
+    assert asyncio.run(spaced(RateLimiter(tokens_per_min=60_000), 1000, 1)) == (True, True)  # 1000 tok/s
 
 
 def test_kill9_then_resume_equals_an_uninterrupted_run(tmp_path, tiny):

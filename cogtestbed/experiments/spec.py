@@ -451,6 +451,10 @@ class ExperimentSpec:
     generators: Mapping[str, Generator] = field(default_factory=dict)
     importers: Mapping[str, Importer] = field(default_factory=dict)
     pooling_unit: PoolingUnit = "subject"
+    #: Sessions of the default simulated subject (``simulate`` without ``sessions``): at the default design, the
+    #: fewest that identify every parameter of the experiment's first model, as the design check finds them
+    #: (:mod:`cogtestbed.identifiability`; tests/test_identifiability.py holds each to the check).
+    subject_sessions: int = 1
     trials_field: str | None = None
     studies: tuple[StudyDecl, ...] = ()
     phenotype: tuple[PhenotypeReference, ...] = ()

@@ -75,6 +75,10 @@ class DesignInformation:
     rank: int
     condition_number: float
     information: np.ndarray = field(repr=False)
+    #: Share of the simulated sessions whose observed information at the point is positive definite: under 1,
+    #: the log-likelihood of one session is not locally quadratic there and the asymptotic SE is optimistic
+    #: (the maximum-likelihood estimate is not yet regular).
+    regular_share: float = 1.0
 
     @property
     def parameters(self) -> list[str]:
@@ -168,8 +172,10 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
     table = pd.DataFrame(rows).astype({"sessions_to_identify": "Int64", "sessions_for_tolerance": "Int64",
                                        "se": float, "se_unconstrained": float, "se_draws": float})
     rank, cond = _rank_condition(info)
+    sessions_info = chained[:, :, 0].reshape(-1, *chained.shape[3:])
+    regular = float(np.mean([bool(np.all(np.linalg.eigvalsh(h) > 0)) for h in sessions_info]))
     return DesignInformation(exp.name, fitter.name, sessions, int(design.n_trials), tolerance, table, rank, cond,
-                             info)
+                             info, regular)
 
 
 def _design(exp: Any, design: Any) -> Any:

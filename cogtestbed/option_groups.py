@@ -77,7 +77,7 @@ class SubjectSessions:
         None, name="sessions", flags=("--sessions",), min=1, max=100_000,
         help="Sessions (games, blocks, runs) of each subject, all with the subject's one parameter set: the table "
              "numbers them `session` 0..K-1 under one `subject`, as `fit` reads them (default: the experiment's "
-             "default subject, enough sessions to identify its first model: 1; horizon 10 games).")
+             "default subject: horizon 10 games, the fewest that identify its model; 1 elsewhere).")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from test_hierarchical_idata import _stored_like_nutpie  # noqa: E402
 
 from cogtestbed.inference.hierarchical_diagnostics import BayesFit, Diagnostics  # noqa: E402
 from cogtestbed.inference.hierarchical_idata import (  # noqa: E402
@@ -20,7 +21,6 @@ from cogtestbed.inference.hierarchical_idata import (  # noqa: E402
     add_posterior_predictive,
     shape_idata,
 )
-from test_hierarchical_idata import _stored_like_nutpie  # noqa: E402
 
 
 @pytest.fixture

@@ -111,3 +111,19 @@ def test_the_shipped_table_is_the_checks() -> None:
     from cogtestbed.identified_sessions import SHIPPED
 
     assert json.loads(SHIPPED.read_text()) == shipped_table()
+
+
+@pytest.mark.slow
+def test_thirty_horizon_subjects_fitted_hierarchically_at_the_checks_size() -> None:
+    """30 subjects of the check's suggested games (every SE under the tolerance), fitted hierarchically: every
+    parameter the check calls identified recovered (r >= 0.7) with R-hat <= 1.01
+    (``benchmarks/studies/horizon_hierarchical.py`` prints the figures)."""
+    from study_scripts import load_study
+
+    check = identifiability("horizon", "info-bonus", sessions=1, draws=0, seed=0)
+    games = int(check.table["sessions_for_tolerance"].max())
+    out = load_study("horizon_hierarchical").measure(subjects=30, games=games, draws=1000, chains=4, seed=0)
+    assert out["max_rhat"] <= 1.01
+    for name, identified in out["identified"].items():
+        if identified:
+            assert out["r"][name] >= 0.7, (name, out["r"][name], games)

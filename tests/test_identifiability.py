@@ -56,7 +56,7 @@ def test_null_directions():
 
 
 def test_recover_refuses_one_game_a_subject_in_one_line():
-    with pytest.raises(InputError, match=r"does not identify .*--sessions \d+"):
+    with pytest.raises(InputError, match=r"does not identify .*--runs \d+"):
         ct.recover("horizon", "info-bonus", subjects=3, reps=1, runs=1)
 
 

@@ -34,7 +34,7 @@ def measure(subjects: int = 30, games: int = 10, draws: int = 1000, chains: int 
     """The check's verdict, r per parameter (true against posterior mean) and the largest R-hat."""
     import arviz as az
 
-    check = identifiability("horizon", "info-bonus", sessions=games, draws=0, chains=10, seed=seed)
+    check = identifiability("horizon", "info-bonus", sessions=games, draws=0, seed=seed)
     truth = true_parameters(subjects, seed)
     table = ct.simulate("horizon", "info-bonus", subjects=subjects, sessions=games, seed=seed + 1,
                         params={k: v.tolist() for k, v in truth.items()})

@@ -108,3 +108,15 @@ def test_forest_plot_shows_the_population_first_and_subjects_on_request(shaped: 
     labels = [t.get_text() for t in np.ravel(fit.plot_forest(subjects=True))[0].get_yticklabels()]
     assert len(labels) == len(model.parameters.names) * (1 + n_subjects)
     plt.close("all")
+
+
+def test_fit_takes_posterior_predictive_in_python_only() -> None:
+    import inspect
+
+    import cogtestbed as ct
+
+    param = inspect.signature(ct.fit).parameters["posterior_predictive"]
+    assert param.default is False
+    from cogtestbed.validation.studies.study_options import FitSampling
+
+    assert FitSampling().posterior_predictive is False

@@ -62,7 +62,7 @@ class NoPosteriorPredictive(LookupError):
 def _fit_class() -> type:
     import arviz as az
 
-    class FitInferenceData(az.InferenceData):  # type: ignore[misc]
+    class FitInferenceData(az.InferenceData):
         """ArviZ's InferenceData whose missing ``posterior_predictive`` group raises
         :class:`NoPosteriorPredictive` naming the way to draw it (:data:`PREDICTIVE_WAY`)."""
 
@@ -276,7 +276,7 @@ def add_posterior_predictive(idata: Any, choice_options: int | None, seed: int =
 
 
 @functools.cache
-def fit_idata_class() -> type:
+def fit_idata_class() -> Any:
     """The ``FitInferenceData`` class (built on first use, so importing this module imports no ArviZ)."""
     return _fit_class()
 

@@ -75,6 +75,10 @@ class DesignInformation:
     rank: int
     condition_number: float
     information: np.ndarray = field(repr=False)
+    #: Share of the simulated sessions whose observed information at the point is positive definite: under 1,
+    #: the log-likelihood of one session is not locally quadratic there and the asymptotic SE is optimistic
+    #: (the maximum-likelihood estimate is not yet regular).
+    regular_share: float = 1.0
 
     @property
     def parameters(self) -> list[str]:
@@ -91,17 +95,17 @@ class DesignInformation:
         need = self.table["sessions_to_identify"]
         return None if need.isna().any() else int(need.max())
 
-    def refusal(self) -> str | None:
-        """One line naming the unidentified parameters and the smallest design that identifies them (None: none)."""
+    def refusal(self, flag: str = "--sessions") -> str | None:
+        """One line naming the unidentified parameters and the smallest design that identifies them (None: none);
+        ``flag``: the option that sets a subject's sessions (``--sessions``; ``--runs`` for ``recover`` and
+        ``plan``)."""
+        from cogtestbed.identified_sessions import format_refusal
+
         missing = self.unidentified
         if not missing:
             return None
-        smallest = self.smallest_sessions
-        fix = (f"the smallest design that identifies them is {smallest} sessions a subject "
-               f"(--sessions {smallest})" if smallest is not None else
-               f"no design of up to {MAX_SESSIONS} sessions a subject identifies them")
-        return (f"{self.experiment} / {self.model}: a subject of {self.sessions} session(s) does not identify "
-                f"{', '.join(missing)}; {fix}")
+        return format_refusal(self.experiment, self.model, self.sessions, missing, self.smallest_sessions, flag,
+                              limit=MAX_SESSIONS)
 
     def summary(self) -> str:
         """The check as printed by ``cogtestbed check-design``."""
@@ -168,8 +172,10 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
     table = pd.DataFrame(rows).astype({"sessions_to_identify": "Int64", "sessions_for_tolerance": "Int64",
                                        "se": float, "se_unconstrained": float, "se_draws": float})
     rank, cond = _rank_condition(info)
+    sessions_info = chained[:, :, 0].reshape(-1, *chained.shape[3:])
+    regular = float(np.mean([bool(np.all(np.linalg.eigvalsh(h) > 0)) for h in sessions_info]))
     return DesignInformation(exp.name, fitter.name, sessions, int(design.n_trials), tolerance, table, rank, cond,
-                             info)
+                             info, regular)
 
 
 def _design(exp: Any, design: Any) -> Any:
@@ -319,17 +325,49 @@ def information_table(results: Mapping[str, DesignInformation]) -> pd.DataFrame:
                      ignore_index=True)
 
 
-#: Simulated subjects of the check run before a study (:func:`refuse_unidentified`): enough for the
-#: :data:`IDENTIFIED_SHARE` rule, few enough to cost a second or two.
-REFUSAL_CHAINS = 10
+#: Simulated subjects of the check run before a study (:func:`refuse_unidentified`) and of the shipped table
+#: (:mod:`cogtestbed.identified_sessions`): the check's own, so that a refusal, the shipped table and
+#: ``check-design`` name the same smallest design.
+REFUSAL_CHAINS = DEFAULT_CHAINS
 
 
-def refuse_unidentified(experiment: str | Any, model: str, design: Any, sessions: int, seed: int = 0) -> None:
+def refuse_unidentified(experiment: str | Any, model: str, design: Any, sessions: int, seed: int = 0,
+                        flag: str = "--sessions") -> None:
     """Raise :class:`~cogtestbed.errors.InputError` with :meth:`DesignInformation.refusal` where a subject of
     ``sessions`` sessions of ``design`` does not identify a parameter of ``model`` (``recover`` and ``plan``
-    run it before simulating anything)."""
+    run it before simulating anything; ``flag``: the option that sets a subject's sessions)."""
     result = identifiability(experiment, model, design, sessions=sessions, draws=0, chains=REFUSAL_CHAINS,
                              seed=seed)
-    refusal = result.refusal()
+    refusal = result.refusal(flag)
     if refusal is not None:
         raise InputError(refusal)
+
+
+def shipped_table(experiments: list[str] | None = None) -> dict[str, dict[str, dict[str, int | None]]]:
+    """Each package experiment's models' ``sessions_to_identify`` per parameter at the default design, as
+    :mod:`cogtestbed.identified_sessions` ships them (the check of :func:`refuse_unidentified`, one session)."""
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    out: dict[str, dict[str, dict[str, int | None]]] = {}
+    for name in experiments or experiment_names():
+        exp = get_experiment(name)
+        out[name] = {}
+        for model in exp.models:
+            result = identifiability(exp, model, None, sessions=1, draws=0, chains=REFUSAL_CHAINS, seed=0)
+            out[name][model] = {str(p): (None if pd.isna(k) else int(k))
+                                for p, k in zip(result.table["parameter"], result.table["sessions_to_identify"],
+                                                strict=True)}
+    return out
+
+
+def write_shipped() -> None:
+    """Write :data:`cogtestbed.identified_sessions.SHIPPED` (``python -m cogtestbed.identifiability``)."""
+    import json
+
+    from cogtestbed.identified_sessions import SHIPPED
+
+    SHIPPED.write_text(json.dumps(shipped_table(), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    write_shipped()

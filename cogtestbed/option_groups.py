@@ -73,10 +73,11 @@ class SubjectSessions:
     """How many sessions one subject plays, all with its one parameter set."""
 
     #: ``sessions``: sessions of one subject, not how a published file's judgements become sessions (``--sessions``)
-    subject_sessions: int = option(
-        1, name="sessions", flags=("--sessions",), min=1, max=100_000,
+    subject_sessions: int | None = option(
+        None, name="sessions", flags=("--sessions",), min=1, max=100_000,
         help="Sessions (games, blocks, runs) of each subject, all with the subject's one parameter set: the table "
-             "numbers them `session` 0..K-1 under one `subject`, as `fit` reads them.")
+             "numbers them `session` 0..K-1 under one `subject`, as `fit` reads them (default: the experiment's "
+             "default subject: horizon 10 games, the fewest that identify its model; 1 elsewhere).")
 
 
 @dataclass(frozen=True, kw_only=True)

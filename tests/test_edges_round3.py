@@ -121,7 +121,8 @@ def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 def test_simulate_on_a_full_disk_is_one_line_and_leaves_nothing(tiny_disk, capsys) -> None:
     mount, _ = tiny_disk
     out = mount / "h.parquet"
-    assert run_cli(["simulate", "horizon", "-a", "info-bonus", "--subjects", "200", "-o", str(out)]) == 2
+    argv = ["simulate", "horizon", "-a", "info-bonus", "--subjects", "200", "--sessions", "1", "-o", str(out)]
+    assert run_cli(argv) == 2
     line = _one_error_line(capsys)
     # refused before anything is written: the streamed table's size is checked against the free space
     assert "200 simulated horizon sessions" in line and "of disk" in line and f"is free in {mount}" in line

@@ -174,7 +174,8 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
     out = None if output is None else Path(output)
     if out is not None:
         check_output_file(out, force, ".parquet")
-    per = ses.subject_sessions
+    per = ses.subject_sessions or (exp.subject_sessions if form_design is None else 1)
+    _warn_unidentified(exp, agent, not fields and adaptive is None and trials is None, per)
     if per > 1:
         if form_design is not None:
             raise InputError("`sessions` above 1 with `forms`: a subject's sessions would be assigned different "
@@ -465,13 +466,36 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
     exp = get_experiment(experiment_for(experiment, table_or_path, model))
     cog = fit_model(exp, model, terms.method, terms.lapse)
     table, _, units = fit_table(exp, table_or_path, data.source, data.unit, data.sessions, data.separate_runs)
+    _warn_fit_sessions(exp, model, table)
     if terms.method == "mle":
         return with_units(cog.fit_identified(table), table, units)
     form_effects = terms.form_effects.split(",") if isinstance(terms.form_effects, str) else terms.form_effects
     res = sample_hierarchical(cog, table, form_effects, draws=sampling.draws, chains=sampling.chains,
                               seed=sampling.seed, max_draws=sampling.max_draws)
+    if sampling.posterior_predictive:
+        res.with_posterior_predictive(sampling.seed)
     res.units = units.as_dict()
     return res
+
+
+def _warn_unidentified(exp: ExperimentSpec, agent: str, default_design: bool, sessions: int) -> None:
+    """Warn once where a subject of ``sessions`` sessions of the default design does not identify a parameter of
+    the model the agent simulates (:func:`cogtestbed.identified_sessions.warn_unidentified`)."""
+    from cogtestbed.identified_sessions import warn_unidentified
+
+    model = next((m for m, gen in exp.generators.items() if gen.agent == agent), None)
+    if default_design and model is not None:
+        warn_unidentified(exp.name, model, sessions, "simulated anyway")
+
+
+def _warn_fit_sessions(exp: ExperimentSpec, model: str, table: pd.DataFrame) -> None:
+    """Warn once where the table's subject with the fewest sessions would not identify a parameter of ``model``
+    at the experiment's default design (:func:`cogtestbed.identified_sessions.warn_unidentified`)."""
+    from cogtestbed.identified_sessions import warn_unidentified
+
+    if len(table) and {"subject", "session"} <= set(table.columns):
+        fewest = int(table.groupby("subject", sort=False)["session"].nunique().min())
+        warn_unidentified(exp.name, model, fewest, "fitted anyway (its estimates are not identified)")
 
 
 def with_units(fits: pd.DataFrame, table: pd.DataFrame, units: Any) -> pd.DataFrame:

@@ -322,7 +322,8 @@ def _refuse_unidentified(spec: Any) -> None:
 
     exp = get_experiment(spec.experiment)
     for trials in spec.trials:
-        refuse_unidentified(exp, spec.models[0], design_for_trials(exp, trials, spec.design), min(spec.runs))
+        refuse_unidentified(exp, spec.models[0], design_for_trials(exp, trials, spec.design), min(spec.runs),
+                            flag="--runs")
 
 
 @public(legacy=model_first("models"))

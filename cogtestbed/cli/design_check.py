@@ -18,7 +18,9 @@ _TOLERANCE = 0.5
 
 @dataclass(frozen=True)
 class CheckDesignRequest(
-        JsonOutput, SubjectSessions, DesignFields,
+        JsonOutput, DesignFields,
+        variant(SubjectSessions, defaults={"subject_sessions": 1},  # type: ignore[misc]
+                helps={"subject_sessions": "Sessions (games, blocks, runs) of one subject of the design."}),
         variant(Seed, helps={"seed": "Seed of the simulated sessions."}),  # type: ignore[misc]
         variant(CognitiveModel, defaults={"model": MISSING},  # type: ignore[misc]
                 helps={"model": "The model whose parameters the design should identify."}),
@@ -41,7 +43,7 @@ def check_design(req: CheckDesignRequest) -> None:
     design = req.design
     fields = design_overrides(design) if isinstance(design, list | tuple) else design
     result = identifiability(str(req.experiment), str(req.model), design=fields or None,
-                             sessions=req.subject_sessions, tolerance=req.se_tolerance, seed=req.seed)
+                             sessions=req.subject_sessions or 1, tolerance=req.se_tolerance, seed=req.seed)
     if req.as_json:
         print_json({"experiment": result.experiment, "model": result.model, "sessions": result.sessions,
                     "trials_per_session": result.trials_per_session, "tolerance": result.tolerance,

@@ -29,6 +29,7 @@ SPEC = ExperimentSpec(
     importers=cogbench_importer(import_horizon, HORIZON_COLUMNS, HORIZON_EXCLUDED,
                                 file_columns={"action": "choice"}),
     pooling_unit="session",
+    subject_sessions=10,  # one game has one free choice in the likelihood; ten identify the five parameters
     studies=(
         StudyDecl("recovery", "information-bonus agent from 1000 pooled games", model="info-bonus", runs=(1000,),
                   subjects=(5,), sampler="uniform",

@@ -451,6 +451,10 @@ class ExperimentSpec:
     generators: Mapping[str, Generator] = field(default_factory=dict)
     importers: Mapping[str, Importer] = field(default_factory=dict)
     pooling_unit: PoolingUnit = "subject"
+    #: Sessions of the default simulated subject (``simulate`` without ``sessions``); above 1 where one session of
+    #: the default design identifies nothing: then the fewest that identify the experiment's first model, as the
+    #: design check finds them (:mod:`cogtestbed.identifiability`; tests/test_identified_sessions.py holds it).
+    subject_sessions: int = 1
     trials_field: str | None = None
     studies: tuple[StudyDecl, ...] = ()
     phenotype: tuple[PhenotypeReference, ...] = ()

@@ -190,6 +190,23 @@ class BayesFit:
 
         return add_posterior_predictive(self.idata, self.choice_options, seed, self.model_name or "this model")
 
+    def plot_forest(self, subjects: bool | Sequence[Any] = False, **kwargs: Any) -> Any:
+        """``az.plot_forest`` readable by default: the population parameters (``{p}_pop``, each parameter's
+        population median on its natural scale) in the model's order, chains combined; ``subjects=True`` adds
+        every subject's ``{p}`` after them, a list of subject ids those subjects only.  ``kwargs`` go to ArviZ.
+        Returns ArviZ's axes."""
+        import arviz as az
+
+        post = self.idata.posterior
+        names = [str(v) for v in post.data_vars if str(v).endswith("_pop")]
+        coords = None
+        if subjects is not False:
+            names += [str(v) for v in post.data_vars if post[v].dims == ("chain", "draw", "subject")]
+            if subjects is not True:
+                coords = {"subject": list(subjects)}
+        kwargs.setdefault("combined", True)
+        return az.plot_forest(self.idata, var_names=names, coords=coords, **kwargs)
+
     def subject_summary(self, hdi_probs: Sequence[float] = (0.5, 0.9)) -> pd.DataFrame:
         """Per-subject posterior mean and central intervals of every subject-level variable, with
         ``identified`` and ``null_reason``: a subject left out by the degenerate-answer rule

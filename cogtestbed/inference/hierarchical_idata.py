@@ -18,11 +18,21 @@ alone, never on an experiment:
 * every dimension named: a data array's axis PyMC leaves as ``{name}_dim_{i}`` takes the name the
   model declares (:attr:`~cogtestbed.inference.base.CognitiveModel.data_dims`), else ``obs`` where
   its length is the number of observations, else ``{name}_{i}``;
+* every dimension of the data groups (``observed_data``, ``constant_data``, ``log_likelihood``,
+  ``posterior_predictive``) with a coordinate (``obs`` 0..n-1 where the model declares none);
+* the variables' roles in the fit's own attrs: ``idata.attrs["variables"]`` and each posterior
+  variable's ``description`` (:data:`ROLES`: ``{p}_mu`` and ``{p}_sigma`` on the unconstrained
+  scale, ``{p}_pop`` the population median on the natural scale, ``{p}`` the subjects');
 * the warm-up groups (``warmup_posterior``, ``warmup_sample_stats``) only with ``keep_warmup``.
+
+The result is a ``FitInferenceData`` (:func:`fit_idata_class`): an ArviZ ``InferenceData`` whose missing
+``posterior_predictive`` group is an error naming the way to draw it, so ``az.plot_ppc(fit.idata)``
+either plots or says ``posterior_predictive=True`` / ``fit.with_posterior_predictive()``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -30,6 +40,51 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
+
+#: What each posterior variable of a hierarchical fit is ({p}: a parameter of the model), as the fit's attrs state it.
+ROLES = {
+    "{p}_mu": "population mean of {p} on the unconstrained scale (logit / log / identity of the natural scale)",
+    "{p}_sigma": "between-subject SD of {p} on the unconstrained scale",
+    "{p}_pop": "population median of {p} on the natural scale: the transform of {p}_mu back to {p}'s own scale",
+    "{p}": "each subject's {p} on the natural scale (dimension subject)",
+}
+#: How ``posterior_predictive`` is drawn, as the error of a fit without it says.
+PREDICTIVE_WAY = ("this fit drew no posterior predictive: fit with posterior_predictive=True "
+                  "(ct.fit(..., method='hierarchical', posterior_predictive=True)) or call "
+                  "fit.with_posterior_predictive(), then az.plot_ppc(fit.idata)")
+DATA_GROUPS = ("observed_data", "constant_data", "log_likelihood", "posterior_predictive")
+
+
+class NoPosteriorPredictive(LookupError):
+    """A fit's InferenceData asked for the ``posterior_predictive`` group it was not given."""
+
+
+def _fit_class() -> type:
+    import arviz as az
+
+    class FitInferenceData(az.InferenceData):
+        """ArviZ's InferenceData whose missing ``posterior_predictive`` group raises
+        :class:`NoPosteriorPredictive` naming the way to draw it (:data:`PREDICTIVE_WAY`)."""
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "posterior_predictive" and not self.__dict__.get("_extending", False):
+                raise NoPosteriorPredictive(PREDICTIVE_WAY)
+            raise AttributeError(name)
+
+        def __reduce__(self) -> tuple[Any, ...]:
+            return _restore, (dict(self.__dict__),)
+
+        def extend(self, *args: Any, **kwargs: Any) -> Any:  # ArviZ asks hasattr(self, group) while it extends
+            self.__dict__["_extending"] = True
+            try:
+                return super().extend(*args, **kwargs)
+            finally:
+                self.__dict__.pop("_extending", None)
+
+    FitInferenceData.__module__ = __name__
+    FitInferenceData.__qualname__ = "FitInferenceData"
+    return FitInferenceData
+
 
 #: ArviZ's group for what the sampler moved on its own scale rather than the model's parameters.
 INTERNALS_GROUP = "unconstrained_posterior"
@@ -163,7 +218,40 @@ def shape_idata(idata: Any, pm_model: Any, model: Any = None, *, keep_warmup: bo
     if posterior_predictive:
         add_posterior_predictive(idata, getattr(model, "choice_options", None), seed,
                                  getattr(model, "name", "this model"))
+    describe(idata, list(getattr(getattr(model, "parameters", None), "names", None) or []))
+    with_coords(idata)
+    return as_fit_idata(idata)
+
+
+def as_fit_idata(idata: Any) -> Any:
+    """``idata`` as a ``FitInferenceData`` (:func:`fit_idata_class`) (in place: the class only adds the named error)."""
+    cls = fit_idata_class()
+    if type(idata) is not cls and isinstance(idata, cls.__bases__[0]):
+        idata.__class__ = cls
     return idata
+
+
+def with_coords(idata: Any) -> Any:
+    """Every dimension of the data groups (:data:`DATA_GROUPS`) with a coordinate: ``0..n-1`` where it has none."""
+    for group in DATA_GROUPS:
+        if group in idata.groups():
+            ds = idata[group]
+            missing = {d: np.arange(n) for d, n in ds.sizes.items() if d not in ds.coords}
+            if missing:
+                setattr(idata, group, ds.assign_coords(missing))
+    return idata
+
+
+def describe(idata: Any, names: list[str]) -> None:
+    """The variables' roles (:data:`ROLES`) in ``idata.attrs["variables"]`` and each posterior variable's
+    ``description`` attr."""
+    roles = {pattern.format(p=p): text.format(p=p) for p in names for pattern, text in ROLES.items()}
+    post = idata.posterior
+    for name in post.data_vars:
+        if str(name) in roles:
+            post[name].attrs["description"] = roles[str(name)]
+    idata.attrs["variables"] = "; ".join(f"{pattern}: {text}" for pattern, text in ROLES.items())
+    post.attrs["variables"] = idata.attrs["variables"]
 
 
 def add_posterior_predictive(idata: Any, choice_options: int | None, seed: int = 0,
@@ -177,8 +265,25 @@ def add_posterior_predictive(idata: Any, choice_options: int | None, seed: int =
     if "observed_data" not in idata.groups() or len(idata.observed_data.data_vars) != 1:
         raise InputError(f"{model_name}: posterior predictive draws need the fit's one observed variable")
     name = str(next(iter(idata.observed_data.data_vars)))
+    observed = idata.observed_data[name]
+    if np.all(observed.values == np.round(observed.values)):  # choices as integers, as the replicated ones:
+        idata.observed_data[name] = observed.astype(np.int64)  # ArviZ plots discrete data as discrete
     draws = binary_posterior_predictive(idata, name, idata.observed_data[name].values, seed)
     if "posterior_predictive" in idata.groups():
         delattr(idata, "posterior_predictive")
     idata.add_groups(posterior_predictive=draws)
-    return idata
+    return with_coords(idata)
+
+
+@functools.cache
+def fit_idata_class() -> Any:
+    """The ``FitInferenceData`` class (built on first use, so importing this module imports no ArviZ)."""
+    return _fit_class()
+
+
+def _restore(state: dict[str, Any]) -> Any:
+    """A pickled ``FitInferenceData`` rebuilt (its class is built at run time, so pickle names this function)."""
+    cls = fit_idata_class()
+    out = cls.__new__(cls)
+    out.__dict__.update(state)
+    return out

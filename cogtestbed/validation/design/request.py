@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
+from cogtestbed.validation.design.identified import check_identified, check_identified_design
 from cogtestbed.validation.design.kinds import PlanContext, Planned, Say
 from cogtestbed.validation.design.plan_options import PlanRequest
 from cogtestbed.validation.design.request_checks import (
@@ -169,6 +170,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     given_base, given_params = assignments(sim.base, "base"), assignments(sim.params, "params")
     design = sz.design if isinstance(sz.design, Mapping) else (assignment_items(sz.design) or None)
     fixed, trials, field_axis = _searched(exp, design, trials)
+    check_identified_design(exp, tg.model, fixed, trials, req)
     common: dict[str, Any] = {"subjects": (1,), "runs": (1,), "trials": (None,), "design": fixed,
                               "reps": 1, "seed": req.seed, "level": tg.level, "method": "mle", "base": given_base,
                               "sd_between": sim.sd_between, "params": given_params, "draws": 500, "tune": 500,
@@ -222,6 +224,7 @@ def check_target(exp: Any, req: PlanRequest) -> None:
     effect = Effect.of(tg.effect, "effect")
     sim = req.simulated
     check_simulated_subjects(tg.model, model, effect, req)
+    check_identified(facts.name, tg.model, req)
     if effect is not None and sim.pilot is None and pp.human is None and pp.population is None:
         given = assignments(sim.base, "base")
         base = {p.name: float(given.get(p.name, p.default)) for p in model.parameters}

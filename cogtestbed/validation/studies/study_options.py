@@ -305,6 +305,11 @@ class FitSampling(Chains, MaxDraws, variant(Seed, helps={  # type: ignore[misc]
         "seed": "Seed of the hierarchical sampler's chains (the MLE starts from a fixed grid and uses none)."})):
     """The hierarchical fit's sampling."""
 
+    posterior_predictive: bool = option(
+        False, cli=False,
+        help="Draw the posterior predictive (replicated choices of a binary-choice model, one step ahead) into the "
+             "fit's InferenceData, so az.plot_ppc(fit.idata) plots it (hierarchical).")
+
 
 @dataclass(frozen=True)
 class PosteriorFile:

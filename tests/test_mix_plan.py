@@ -154,10 +154,56 @@ def test_ppi_coverage_study_row_on_spektor_with_the_model_predictor():
     assert (round(100 * r["saved"], 1), round(100 * r["saved_planned"], 1)) == (18.7, 19.0)
 
 
-def test_cli_refuses_a_mix_plan_without_its_fee_in_one_line(capsys):
+def test_cli_refuses_a_mix_plan_without_its_estimand_in_one_line(capsys):
     from cogtestbed.cli import run_cli
 
-    code = run_cli(["plan", "risky-choice", "--model", "prospect-theory", "--mix", "--estimand", "lambda",
-                    "--predictor", "agent", "--human", str(SPEKTOR), "--precision", "lambda=0.05"])
+    code = run_cli(["plan", "risky-choice", "--model", "prospect-theory", "--mix", "--predictor", "agent",
+                    "--human", str(SPEKTOR), "--precision", "lambda=0.05"])
     err = capsys.readouterr().err
-    assert code == 2 and "needs `fee`" in err.replace("--fee", "`fee`") and "Traceback" not in err
+    assert code == 2 and "needs `estimand`" in err.replace("--estimand", "`estimand`") and "Traceback" not in err
+
+
+def test_min_people_is_cochrans_rule():
+    from scipy.stats import skew
+
+    y = np.random.default_rng(6).lognormal(0.0, 1.0, 300)
+    assert mix.min_people(y) == math.ceil(25 * skew(y, bias=False) ** 2) > 100
+    assert mix.min_people(np.random.default_rng(7).standard_normal(300)) == mix.MIN_PAIRS
+    with pytest.raises(InputError, match="at least 168 .*Cochran"):
+        mix.check_labelled(50, 168)
+
+
+def test_a_mix_below_the_minimum_keeps_the_minimum_and_its_effective_size():
+    rho, n0, fee, unit = 0.9, 400, 10.0, 0.01
+    free = mix.cheapest_mix(rho, n0, fee, unit, nested=False)
+    kept = mix.with_min_people(free, rho, n0, fee, unit, nested=False, minimum=free["people"] + 50)
+    assert kept["people"] == free["people"] + 50 and 0 < kept["predicted"] < free["predicted"]
+    assert mix.predicted_effective_n(rho, kept["people"], kept["predicted"]) >= n0
+    assert kept["dollars"] == pytest.approx(kept["people"] * fee + (kept["people"] + kept["predicted"]) * unit)
+    assert mix.with_min_people(free, rho, n0, fee, unit, nested=False, minimum=10) == free
+    assert mix.with_min_people(free, rho, n0, fee, unit, nested=False, minimum=500)["predicted"] == 0
+
+
+def test_the_done_when_command_prints_both_designs_and_the_correlation_on_a_slice(tmp_path, capsys):
+    """The documented command (``--predictor model``, the default $10 fee) on Spektor's first 12 people: the
+    pilot's correlation, the people-only size from the pilot's SD and both designs priced."""
+    import zipfile
+
+    from cogtestbed.cli import run_cli
+
+    with zipfile.ZipFile(SPEKTOR) as z:
+        lines = z.read("prompts.jsonl").decode().splitlines()[:12]
+    (tmp_path / "prompts.jsonl").write_text("\n".join(lines) + "\n")
+    code = run_cli(["plan", "risky-choice", "--model", "prospect-theory", "--mix", "--estimand", "lambda",
+                    "--predictor", "model", "--human", str(tmp_path / "prompts.jsonl"), "--precision", "lambda=0.05"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    import re
+
+    sd = float(re.search(r"SD ([0-9.]+); PPI correlation (-?[0-9.]+)", out).group(1))
+    people = int(re.search(r"people only : ([0-9,]+) people, \$([0-9,.]+) \(fee \$10\)", out).group(1).replace(",", ""))
+    assert "pilot: 12 paired people" in out
+    assert people == pytest.approx((1.959964 * sd / 0.05) ** 2, rel=2e-3)
+    mixed = re.search(r"mixed +: ([0-9,]+) people \+ ([0-9,]+) predicted units \(\$5 each\), \$([0-9,.]+)", out)
+    n, big_n, dollars = (float(g.replace(",", "")) for g in mixed.groups())
+    assert dollars == pytest.approx(10 * n + 5 * big_n, abs=0.01) and n <= people

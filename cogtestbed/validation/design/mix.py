@@ -50,6 +50,9 @@ DEFAULT_PREDICTION_COST = 0.01
 MIN_PAIRS = 10
 #: The predictors that are no file.
 NAMED_PREDICTORS = ("model", "agent")
+#: Cochran's rule for a normal interval of a mean: at least ``CLT_FACTOR * skewness**2`` units (Cochran 1977,
+#: *Sampling Techniques*, sec. 2.15; ppi_py's intervals are normal ones, and so is people alone).
+CLT_FACTOR = 25.0
 
 
 def person_estimates(model: Any, table: pd.DataFrame, estimand: str) -> pd.Series:
@@ -129,6 +132,39 @@ def check_pairs(labels: pd.Series, predicted: pd.Series) -> tuple[np.ndarray, np
     return y, yhat
 
 
+def min_people(labels: np.ndarray) -> int:
+    """Fewest labelled people whose mean a normal interval covers at its level: Cochran's rule, ``CLT_FACTOR``
+    times the squared (bias-corrected) skewness of the people's estimand (:data:`MIN_PAIRS` at least).  A skewed
+    estimand (λ's MLE piles up at its bound) undercovers below it, with predictions and without."""
+    from scipy.stats import skew
+
+    g1 = float(skew(np.asarray(labels, float), bias=False))
+    return max(MIN_PAIRS, math.ceil(CLT_FACTOR * g1**2)) if np.isfinite(g1) else MIN_PAIRS
+
+
+def check_labelled(n: int, minimum: int, what: str = "") -> None:
+    """Refuse ``n`` labelled people below Cochran's ``minimum`` (:func:`min_people`) in one line."""
+    if n < minimum:
+        raise InputError(f"{n} labelled people{what} are too few for a normal interval of this estimand's mean: "
+                         f"its skewness needs at least {minimum} (Cochran's rule, 25 x skewness^2)")
+
+
+def with_min_people(design: dict[str, Any], rho: float, n0: int, fee: float, unit_cost: float, nested: bool,
+                    minimum: int) -> dict[str, Any]:
+    """``design`` (a :func:`cheapest_mix`) with at least ``minimum`` people: the predicted units the
+    effective size ``n0`` then needs (Broska et al.'s n_eff solved for N), none where ``minimum`` people alone
+    reach it."""
+    if design["people"] >= minimum:
+        return design
+    n, r2 = minimum, min(rho**2, 1 - 1e-9)
+    if n >= n0 or n <= (1 - r2) * n0:  # people alone are enough, or predictions cannot reach n0 from n people
+        n = max(n, n0)
+        return {"people": n, "predicted": 0, "effective_n": n, "dollars": round(n * fee, 2)}
+    big_n = math.ceil(n * (n0 - n) / (n - (1 - r2) * n0))
+    dollars = n * fee + (n + big_n) * unit_cost if not nested else n * fee + big_n * unit_cost
+    return {"people": n, "predicted": big_n, "effective_n": n0, "dollars": round(dollars, 2)}
+
+
 def people_only_n(labels: np.ndarray, halfwidth: float, level: float) -> int:
     """People a classical (normal) interval of the mean needs for ``halfwidth`` at ``1 - level``."""
     from scipy.stats import norm
@@ -188,12 +224,14 @@ def plan_mix(labels: pd.Series, predicted: pd.Series, halfwidth: float, fee: flo
     y, yhat = check_pairs(labels, predicted)
     rho = ppi_correlation(y, yhat)
     low, high = correlation_bounds(rho, y.size, level)
-    n0 = people_only_n(y, halfwidth, level)
-    mixed = cheapest_mix(rho, n0, fee, unit_cost, nested)
-    cautious = cheapest_mix(max(low, 0.0), n0, fee, unit_cost, nested)
+    minimum = min_people(y)
+    n0 = max(people_only_n(y, halfwidth, level), minimum)
+    mixed = with_min_people(cheapest_mix(rho, n0, fee, unit_cost, nested), rho, n0, fee, unit_cost, nested, minimum)
+    cautious = with_min_people(cheapest_mix(max(low, 0.0), n0, fee, unit_cost, nested), max(low, 0.0), n0, fee,
+                               unit_cost, nested, minimum)
     people = {"people": n0, "predicted": 0, "dollars": round(n0 * fee, 2)}
     return {"pilot": {"pairs": int(y.size), "mean": float(np.mean(y)), "sd": float(np.std(y, ddof=1)),
-                      "ppi_corr": rho, "ppi_corr_bounds": [low, high]},
+                      "ppi_corr": rho, "ppi_corr_bounds": [low, high], "min_people": minimum},
             "halfwidth": halfwidth, "level": level, "fee": fee, "predicted_unit_cost": unit_cost,
             "people_only": people, "mixed": mixed, "mixed_at_lower_corr": cautious,
             "people_saved": n0 - mixed["people"], "dollars_saved": round(people["dollars"] - mixed["dollars"], 2)}
@@ -232,7 +270,8 @@ def mix_lines(payload: Mapping[str, Any], size_name: str = "people") -> list[str
         f"mix plan: population mean of {est} within +-{payload['halfwidth']:g} at {1 - payload['level']:.0%} "
         f"(predictor {payload['predictor']}, {payload['source']})",
         f"pilot: {pilot['pairs']} paired people, mean {est} {pilot['mean']:.4g}, SD {pilot['sd']:.4g}; "
-        f"PPI correlation {pilot['ppi_corr']:.3f} (95% {low:.3f} to {high:.3f})",
+        f"PPI correlation {pilot['ppi_corr']:.3f} (95% {low:.3f} to {high:.3f}); at least {pilot['min_people']:,} "
+        "people for a normal interval (Cochran's rule)",
         f"people only : {people['people']:,} people, ${people['dollars']:,.2f} (fee ${payload['fee']:g})",
         f"mixed       : {mixed['people']:,} people + {mixed['predicted']:,} predicted units "
         f"(${payload['predicted_unit_cost']:g} each), ${mixed['dollars']:,.2f}",
@@ -242,8 +281,8 @@ def mix_lines(payload: Mapping[str, Any], size_name: str = "people") -> list[str
     ]
 
 
-__all__ = ["DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "check_mix", "check_pairs", "cheapest_mix",
-           "classical_interval", "correlation_bounds", "mix_lines", "person_estimates", "people_only_n",
+__all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "check_labelled", "check_mix",
+           "check_pairs", "cheapest_mix", "classical_interval", "min_people", "with_min_people", "correlation_bounds", "mix_lines", "person_estimates", "people_only_n",
            "plan_mix", "ppi_correlation", "ppi_interval", "predicted_effective_n", "predictions", "run_mix",
            "short_sessions", "table_predictions"]
 
@@ -263,7 +302,7 @@ def check_mix(exp: Any, req: Any) -> None:
     mx, tg = req.mixed, req.target
     missing = [f"`{name}`" for name, given in (("model", tg.model), ("estimand", mx.estimand),
                                                ("predictor", mx.predictor), ("human", req.people.human),
-                                               ("precision", tg.precision), ("fee", mx.fee)) if given is None]
+                                               ("precision", tg.precision)) if given is None]
     if missing:
         raise InputError(f"a mix plan needs {', '.join(missing)}")
     target = Effect.of(tg.precision, "precision")
@@ -285,7 +324,7 @@ def run_mix(exp: Any, req: Any, ctx: Any) -> Any:
 
     mx = req.mixed
     target = Effect.of(req.target.precision, "precision")
-    assert target is not None and mx.fee is not None and mx.estimand is not None and mx.predictor is not None
+    assert target is not None and mx.estimand is not None and mx.predictor is not None
     model = exp.model(req.target.model)
     if ctx.say:
         ctx.say(f"fitting {model.name} to each person of {req.people.human}")

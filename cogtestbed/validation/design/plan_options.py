@@ -230,7 +230,8 @@ class PlanMix:
     predictor: str | None = option(
         None, help="A --mix plan's predictor: model (the model fitted on each person's short session), agent (a "
                    "random-parameter agent) or a CSV/Parquet of predictions (columns subject, prediction).")
-    fee: float | None = option(None, min=0.0, help="Dollars paid a participant (a --mix plan's people).")
+    fee: float = option(10.0, min=0.0, help="Dollars paid a participant (a --mix plan's people; a nominal $10 "
+                                           "unless given).")
     predictor_cost: float | None = option(
         None, min=0.0, help="Dollars a predicted unit costs (default: --fee x --short-share for the model predictor, "
                             "0.01 otherwise).")

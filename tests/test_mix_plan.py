@@ -185,14 +185,14 @@ def test_a_mix_below_the_minimum_keeps_the_minimum_and_its_effective_size():
 
 
 def test_the_done_when_command_prints_both_designs_and_the_correlation_on_a_slice(tmp_path, capsys):
-    """The documented command (``--predictor model``, the default $10 fee) on Spektor's first 12 people: the
+    """The documented command (``--predictor model``, the default $10 fee) on Spektor's first 10 people: the
     pilot's correlation, the people-only size from the pilot's SD and both designs priced."""
     import zipfile
 
     from cogtestbed.cli import run_cli
 
     with zipfile.ZipFile(SPEKTOR) as z:
-        lines = z.read("prompts.jsonl").decode().splitlines()[:12]
+        lines = z.read("prompts.jsonl").decode().splitlines()[:10]
     (tmp_path / "prompts.jsonl").write_text("\n".join(lines) + "\n")
     code = run_cli(["plan", "risky-choice", "--model", "prospect-theory", "--mix", "--estimand", "lambda",
                     "--predictor", "model", "--human", str(tmp_path / "prompts.jsonl"), "--precision", "lambda=0.05"])
@@ -202,8 +202,35 @@ def test_the_done_when_command_prints_both_designs_and_the_correlation_on_a_slic
 
     sd = float(re.search(r"SD ([0-9.]+); PPI correlation (-?[0-9.]+)", out).group(1))
     people = int(re.search(r"people only : ([0-9,]+) people, \$([0-9,.]+) \(fee \$10\)", out).group(1).replace(",", ""))
-    assert "pilot: 12 paired people" in out
+    assert "pilot: 10 paired people" in out
     assert people == pytest.approx((1.959964 * sd / 0.05) ** 2, rel=2e-3)
     mixed = re.search(r"mixed +: ([0-9,]+) people \+ ([0-9,]+) predicted units \(\$5 each\), \$([0-9,.]+)", out)
     n, big_n, dollars = (float(g.replace(",", "")) for g in mixed.groups())
     assert dollars == pytest.approx(10 * n + 5 * big_n, abs=0.01) and n <= people
+
+
+def test_a_metric_estimand_is_each_persons_metric_and_its_short_session_predicts_it(tmp_path):
+    """``estimand`` a per-person metric (``p_risky``): the labels are each person's share of risky choices, the
+    model predictor's the same share on the person's first half; a name that is neither is refused."""
+    import zipfile
+
+    from cogtestbed.api.core import get_experiment, read_table
+
+    with zipfile.ZipFile(SPEKTOR) as z:
+        lines = z.read("prompts.jsonl").decode().splitlines()[:12]
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    exp = get_experiment("risky-choice")
+    table, _ = read_table(exp, path)
+    model = exp.model("prospect-theory")
+    values = mix.person_values(exp, model, table, "p_risky")
+    assert values.size == 12 and values.between(0, 1).all()
+    first = table[table["subject"] == values.index[0]]
+    risky = exp.metrics(first)["per_subject"][0]["p_risky"]
+    assert values.iloc[0] == pytest.approx(risky)
+    short = mix.predictions("model", model, table, "p_risky", 0, 0.5, exp)
+    assert short.index.equals(values.index) and not np.allclose(short, values)
+    with pytest.raises(InputError, match="neither a parameter .* p_risky"):
+        mix.person_values(exp, model, table, "p_riskyx")
+    with pytest.raises(InputError, match="not the metric"):
+        mix.predictions("agent", model, table, "p_risky", 0, 0.5, exp)

@@ -66,6 +66,27 @@ def person_estimates(model: Any, table: pd.DataFrame, estimand: str) -> pd.Serie
     return values[np.isfinite(values)].sort_index()
 
 
+def person_metrics(exp: Any, table: pd.DataFrame, estimand: str) -> pd.Series:
+    """Each person's value of the experiment's per-subject metric ``estimand`` (``p_risky``, ...) on ``table``,
+    indexed by subject; persons whose metric is not finite are dropped."""
+    rows = pd.DataFrame(exp.metrics(table)["per_subject"])
+    if estimand not in rows.columns or estimand in ("subject", "n_trials", "n_invalid"):
+        names = [c for c in rows.columns if c not in ("subject", "n_trials", "n_invalid")]
+        raise InputError(f"`estimand` {estimand!r} is neither a parameter of the model nor a per-person metric of "
+                         f"{exp.name}: its metrics are {', '.join(names)}")
+    values = pd.Series(pd.to_numeric(rows[estimand], errors="coerce").to_numpy(float),
+                       index=rows["subject"].to_numpy(), name=estimand)
+    return values[np.isfinite(values)].sort_index()
+
+
+def person_values(exp: Any, model: Any, table: pd.DataFrame, estimand: str) -> pd.Series:
+    """Each person's estimand: the MLE of a parameter of ``model`` (:func:`person_estimates`), else the
+    experiment's per-person metric of that name (:func:`person_metrics`)."""
+    if estimand in model.parameters.names:
+        return person_estimates(model, table, estimand)
+    return person_metrics(exp, table, estimand)
+
+
 def short_sessions(table: pd.DataFrame, share: float) -> pd.DataFrame:
     """Each subject's first ``share`` of trials (session, then trial order; at least one trial)."""
     if not 0.0 < share < 1.0:
@@ -104,11 +125,18 @@ def table_predictions(path: str | Path) -> pd.Series:
 
 
 def predictions(predictor: str, model: Any, table: pd.DataFrame, estimand: str, seed: int,
-                short_share: float = 0.5) -> pd.Series:
-    """The predictor's prediction of each person's ``estimand`` (module docstring: ``model``, ``agent``, a file)."""
+                short_share: float = 0.5, exp: Any = None) -> pd.Series:
+    """The predictor's prediction of each person's ``estimand`` (module docstring: ``model``, ``agent``, a file;
+    for a metric of ``exp``, ``model`` is the metric of the short session)."""
+    metric = estimand not in model.parameters.names
     if predictor == "model":
-        return person_estimates(model, short_sessions(table, short_share), estimand).rename("prediction")
+        short = short_sessions(table, short_share)
+        values = person_metrics(exp, short, estimand) if metric else person_estimates(model, short, estimand)
+        return values.rename("prediction")
     if predictor == "agent":
+        if metric:
+            raise InputError(f"the random-parameter agent predicts a parameter of {model.name}, not the metric "
+                             f"{estimand!r}: use model or a table of predictions")
         return agent_predictions(model, table["subject"].unique(), estimand, seed)
     return table_predictions(predictor)
 
@@ -281,10 +309,11 @@ def mix_lines(payload: Mapping[str, Any], size_name: str = "people") -> list[str
     ]
 
 
-__all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "check_labelled", "check_mix",
-           "check_pairs", "cheapest_mix", "classical_interval", "min_people", "with_min_people", "correlation_bounds", "mix_lines", "person_estimates", "people_only_n",
-           "plan_mix", "ppi_correlation", "ppi_interval", "predicted_effective_n", "predictions", "run_mix",
-           "short_sessions", "table_predictions"]
+__all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "cheapest_mix", "check_labelled",
+           "check_mix", "check_pairs", "classical_interval", "correlation_bounds", "min_people", "mix_lines",
+           "people_only_n", "person_estimates", "person_metrics", "person_values", "plan_mix", "ppi_correlation",
+           "ppi_interval", "predicted_effective_n", "predictions", "run_mix", "short_sessions", "table_predictions",
+           "with_min_people"]
 
 
 def _predicted_unit_cost(req: Any, fee: float) -> float:
@@ -329,8 +358,8 @@ def run_mix(exp: Any, req: Any, ctx: Any) -> Any:
     if ctx.say:
         ctx.say(f"fitting {model.name} to each person of {req.people.human}")
     table, _ = ctx.read_table(exp, req.people.human, "auto", None)
-    labels = person_estimates(model, table, mx.estimand)
-    predicted = predictions(mx.predictor, model, table, mx.estimand, req.seed, mx.short_share)
+    labels = person_values(exp, model, table, mx.estimand)
+    predicted = predictions(mx.predictor, model, table, mx.estimand, req.seed, mx.short_share, exp)
     fee = float(mx.fee)
     payload = plan_mix(labels, predicted, target.size, fee, _predicted_unit_cost(req, fee),
                        level=req.target.level, nested=mx.predictor == "model")

@@ -137,21 +137,24 @@ def test_mix_plan_on_spektor_people():
     assert agent["mixed_at_lower_corr"]["people"] == 9663
     model = ct.plan("risky-choice", predictor="model", **common).payload
     assert round(model["pilot"]["ppi_corr"], 3) == 0.539 and model["mixed"]["predicted"] == 0
+    assert model["pilot"]["min_people"] == 168 and model["people_only"]["people"] == 9663
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SPEKTOR.exists(), reason="Psych-201's spektor2024lossaversion is not shipped here")
 def test_ppi_coverage_study_row_on_spektor_with_the_model_predictor():
-    """One row of benchmarks/studies/ppi_coverage.py (docs/mix.md's recorded table: spektor, model, n = 100): the
+    """One row of benchmarks/studies/ppi_coverage.py (docs/mix.md's recorded table: spektor, model, n = 170): the
     PPI interval covers the full sample's mean of lambda at 95 %, is narrower than people alone, and the plan's
-    people saved is the realised."""
+    people saved is the realised; with 50 labelled people the row is refused (Cochran's minimum is 168)."""
     from study_scripts import load_study
 
-    r = load_study("ppi_coverage").row("spektor", "model", n=100, reps=1000, seed=0)
-    assert (r["people"], r["labelled"], round(r["ppi_corr_full"], 3)) == (282, 100, 0.539)
-    assert r["coverage"] == 0.974 and r["coverage"] >= 0.94
-    assert r["width_ratio"] == pytest.approx(0.901, abs=5e-4)
-    assert (round(100 * r["saved"], 1), round(100 * r["saved_planned"], 1)) == (18.7, 19.0)
+    study = load_study("ppi_coverage")
+    r = study.row("spektor", "model", n=170, reps=1000, seed=0)
+    assert (r["people"], r["labelled"], round(r["ppi_corr_full"], 3)) == (282, 170, 0.539)
+    assert r["coverage"] == 0.998 and r["coverage"] >= 0.94
+    assert r["width_ratio"] == pytest.approx(0.939, abs=5e-4)
+    assert (round(100 * r["saved"], 1), round(100 * r["saved_planned"], 1)) == (11.9, 11.5)
+    assert "at least 168" in study.row("spektor", "model", n=50, reps=1000, seed=0)["reason"]
 
 
 def test_cli_refuses_a_mix_plan_without_its_estimand_in_one_line(capsys):

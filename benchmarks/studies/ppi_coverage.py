@@ -122,16 +122,16 @@ def predicted(data_set: str, predictor: str, seed: int) -> Any:
 
 def row(data_set: str, predictor: str, n: int, reps: int, seed: int) -> dict[str, Any]:
     """One row of the table (module docstring)."""
+    from cogtestbed.errors import InputError
     from cogtestbed.validation.design.mix import (
+        check_labelled,
         check_pairs,
         classical_interval,
+        min_people,
         ppi_correlation,
         ppi_interval,
         predicted_effective_n,
     )
-
-    from cogtestbed.errors import InputError
-    from cogtestbed.validation.design.mix import check_labelled, min_people
 
     y, yhat = check_pairs(labels(data_set), predicted(data_set, predictor, seed))
     units = y.size
@@ -195,7 +195,8 @@ def main() -> None:
             printed.append(line(r))
             print(printed[-1], flush=True)
     if args.record:
-        record(" ".join(["python benchmarks/studies/ppi_coverage.py", *sys.argv[1:]]), printed)
+        record(" ".join(["python benchmarks/studies/ppi_coverage.py", *(a for a in sys.argv[1:] if a != "--record")]),
+               printed)
 
 
 def record(command: str, printed: list[str]) -> None:

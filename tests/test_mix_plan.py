@@ -237,3 +237,85 @@ def test_a_metric_estimand_is_each_persons_metric_and_its_short_session_predicts
         mix.person_values(exp, model, table, "p_riskyx")
     with pytest.raises(InputError, match="not the metric"):
         mix.predictions("agent", model, table, "p_risky", 0, 0.5, exp)
+
+
+@pytest.mark.slow
+def test_the_llm_predictor_plans_against_the_local_server_with_its_calls_counted_and_priced(
+        tmp_path, server, monkeypatch, capsys):
+    """``--predictor llm`` through the local OpenAI-compatible server (openai:tiny-random): the LLM answers one
+    trial after each of 10 people's short sessions, each trial two scored requests (one per lottery), counted
+    before any is made and refused over ``--max-calls``; priced from the price table; the plan prints them."""
+    import re
+    import zipfile
+
+    from cogtestbed.cli import run_cli
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    url, _ = server
+    with zipfile.ZipFile(SPEKTOR) as z:
+        lines = z.read("prompts.jsonl").decode().splitlines()[:10]
+    (tmp_path / "prompts.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "prices.toml").write_text('["openai:tiny-random"]\ninput = 1.0\noutput = 2.0\n')
+    args = ["plan", "risky-choice", "--model", "prospect-theory", "--mix", "--estimand", "p_risky", "--predictor",
+            "llm", "--llm", "openai:tiny-random", "--base-url", url, "--llm-trials", "1", "--short-share", "0.02",
+            "--prices", str(tmp_path / "prices.toml"), "--human", str(tmp_path / "prompts.jsonl"),
+            "--precision", "p_risky=0.02"]
+    assert run_cli([*args, "--max-calls", "19"]) == 2
+    assert "the LLM predictor needs 20 calls, over --max-calls 19" in capsys.readouterr().err
+    assert run_cli([*args, "--max-calls", "20"]) == 0
+    out = capsys.readouterr().out
+    found = re.search(r"llm predictor openai:tiny-random: 20 calls, ([0-9,]+) prompt tokens \((exact|estimated)\), "
+                      r"\$([0-9.]+) \(\$([0-9.]+) a person\) from the price table", out)
+    assert found, out
+    tokens, dollars, each = int(found.group(1).replace(",", "")), float(found.group(3)), float(found.group(4))
+    assert 20 * 500 < tokens < 20 * 3000  # two requests of a ~2,700-character prompt per person
+    assert dollars == pytest.approx(tokens * 1.0 / 1e6, abs=1e-4) and each == pytest.approx(dollars / 10, abs=1e-4)
+    assert "pilot: 10 paired people" in out and "PPI correlation" in out
+    assert re.search(r"mixed +: [0-9,]+ people \+ [0-9,]+ predicted units \(\$0\.2033 each\)", out)
+
+
+def test_llm_options_without_the_llm_predictor_are_refused():
+    import cogtestbed as ct
+
+    with pytest.raises(InputError, match="needs `llm`"):
+        ct.plan("risky-choice", model="prospect-theory", mix=True, estimand="lambda", predictor="llm",
+                human=str(SPEKTOR), precision={"lambda": 0.05})
+    with pytest.raises(InputError, match="`max_calls` is for the llm predictor"):
+        ct.plan("risky-choice", model="prospect-theory", mix=True, estimand="lambda", predictor="agent",
+                human=str(SPEKTOR), precision={"lambda": 0.05}, max_calls=3)
+
+
+def test_llm_predictions_score_each_twin_trial_on_the_local_server(tmp_path, server, monkeypatch):
+    """The cheaper sibling of the plan above: two people, one trial after a one-trial short session, through the
+    local server; the calls and prompt tokens are counted before any is made, the LLM's choice is the lottery the
+    server scores higher, and the predicted table is each short session followed by that choice."""
+    import zipfile
+
+    from cogtestbed.api.core import get_experiment, read_table
+    from cogtestbed.llm_adapters.clients.backends import make_client
+    from cogtestbed.llm_adapters.clients.prices import Price
+    from cogtestbed.validation.design import mix_llm
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
+    url, _ = server
+    with zipfile.ZipFile(SPEKTOR) as z:
+        lines = z.read("prompts.jsonl").decode().splitlines()[:2]
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    exp = get_experiment("risky-choice")
+    table, _ = read_table(exp, path)
+    twins = mix_llm.twin_trials(path, table, short_share=0.001, trials=1)
+    assert [(t.subject, t.options) for t in twins] == [(0, ("S", "Q")), (1, tuple(twins[1].options))]
+    assert twins[0].prompt.endswith("You choose <<") and twins[0].prompt.count("<<") == 2
+    client = make_client("openai:tiny-random", base_url=url, mode="completions")
+    cost = mix_llm.price_calls(client, twins, Price(2.0, 4.0))
+    assert cost["calls"] == 4 and cost["dollars"] == pytest.approx(2.0 * cost["prompt_tokens"] / 1e6)
+    with pytest.raises(InputError, match="needs 4 calls"):
+        mix_llm.check_budget(cost, 3, None)
+    answered = mix_llm.answered_table(client, twins, table, 0.001)
+    assert answered.groupby("subject").size().tolist() == [2, 2]
+    for t in twins:
+        best = int(np.argmax(client.score(t.prompt, list(t.options), raw=True).logprobs))
+        assert answered.loc[t.row, "action"] == best

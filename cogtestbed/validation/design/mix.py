@@ -49,7 +49,7 @@ DEFAULT_PREDICTION_COST = 0.01
 #: Fewest paired pilot units a correlation is measured on.
 MIN_PAIRS = 10
 #: The predictors that are no file.
-NAMED_PREDICTORS = ("model", "agent")
+NAMED_PREDICTORS = ("model", "agent", "llm")
 #: Cochran's rule for a normal interval of a mean: at least ``CLT_FACTOR * skewness**2`` units (Cochran 1977,
 #: *Sampling Techniques*, sec. 2.15; ppi_py's intervals are normal ones, and so is people alone).
 CLT_FACTOR = 25.0
@@ -306,7 +306,17 @@ def mix_lines(payload: Mapping[str, Any], size_name: str = "people") -> list[str
         f"  at the correlation's lower bound: {cautious['people']:,} people + {cautious['predicted']:,} predicted, "
         f"${cautious['dollars']:,.2f}",
         f"saves {payload['people_saved']:,} people and ${payload['dollars_saved']:,.2f}",
+        *_llm_lines(payload.get("llm_calls")),
     ]
+
+
+def _llm_lines(calls: Mapping[str, Any] | None) -> list[str]:
+    if calls is None:
+        return []
+    tokens = f"{calls['prompt_tokens']:,} prompt tokens ({'exact' if calls['exact_tokens'] else 'estimated'})"
+    dollars = "unpriced" if calls["dollars"] is None else \
+        f"${calls['dollars']:,.4f} (${calls['per_unit']:,.4f} a person) from the price table"
+    return [f"llm predictor {calls['spec']}: {calls['calls']:,} calls, {tokens}, {dollars}"]
 
 
 __all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "cheapest_mix", "check_labelled",
@@ -314,6 +324,24 @@ __all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predicti
            "people_only_n", "person_estimates", "person_metrics", "person_values", "plan_mix", "ppi_correlation",
            "ppi_interval", "predicted_effective_n", "predictions", "run_mix", "short_sessions", "table_predictions",
            "with_min_people"]
+
+
+def _llm_predicted(exp: Any, model: Any, table: pd.DataFrame, req: Any, ctx: Any) -> tuple[pd.Series, dict[str, Any]]:
+    """The llm predictor (:mod:`cogtestbed.validation.design.mix_llm`): its client (through ``base_url``) and price."""
+    from cogtestbed.llm_adapters.clients.backends import make_client
+    from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
+    from cogtestbed.validation.design.mix_llm import llm_predictions
+
+    mx, spec = req.mixed, _llm_spec(req)
+    assert spec is not None
+    prices = req.llms.prices
+    price = require_price(PriceTable(Path(prices) if prices else None), spec, req.llms.allow_unpriced)
+    client = make_client(spec, base_url=mx.base_url, mode="completions")
+    if ctx.say:
+        ctx.say(f"{spec} continues each person's short session")
+    return llm_predictions(exp, model, table, str(mx.estimand), str(req.people.human), client=client, price=price,
+                           short_share=mx.short_share, trials=mx.llm_trials, max_calls=mx.max_calls,
+                           max_cost=req.llms.max_cost)
 
 
 def _predicted_unit_cost(req: Any, fee: float) -> float:
@@ -342,7 +370,27 @@ def check_mix(exp: Any, req: Any) -> None:
     if not 0.0 < mx.short_share < 1.0:
         raise InputError(f"`short_share` must lie strictly between 0 and 1, got {mx.short_share:g}")
     if mx.predictor not in NAMED_PREDICTORS and not Path(mx.predictor).exists():
-        raise InputError(f"`predictor` {mx.predictor} is neither model, agent nor a file")
+        raise InputError(f"`predictor` {mx.predictor} is neither model, agent, llm nor a file")
+    _check_llm(req)
+
+
+def _llm_spec(req: Any) -> str | None:
+    llm = req.llms.llm
+    specs = [llm] if isinstance(llm, str) else list(llm or [])
+    if len(specs) > 1:
+        raise InputError("a mix plan's llm predictor is one `llm`, got " + ", ".join(specs))
+    return specs[0] if specs else None
+
+
+def _check_llm(req: Any) -> None:
+    """The llm predictor's refusals: it needs one `llm`; `llm` and the llm options need it."""
+    mx, spec = req.mixed, _llm_spec(req)
+    if mx.predictor == "llm" and spec is None:
+        raise InputError("the llm predictor needs `llm` (BACKEND:MODEL, with `base_url` for a local server)")
+    given = [name for name, value in (("llm", spec), ("llm_trials", mx.llm_trials), ("base_url", mx.base_url),
+                                      ("max_calls", mx.max_calls)) if value is not None]
+    if mx.predictor != "llm" and given:
+        raise InputError(f"`{given[0]}` is for the llm predictor (`predictor` llm), not {mx.predictor}")
 
 
 def run_mix(exp: Any, req: Any, ctx: Any) -> Any:
@@ -356,13 +404,22 @@ def run_mix(exp: Any, req: Any, ctx: Any) -> Any:
     assert target is not None and mx.estimand is not None and mx.predictor is not None
     model = exp.model(req.target.model)
     if ctx.say:
-        ctx.say(f"fitting {model.name} to each person of {req.people.human}")
+        what = f"fitting {model.name} to" if mx.estimand in model.parameters.names else f"{mx.estimand} of"
+        ctx.say(f"{what} each person of {req.people.human}")
     table, _ = ctx.read_table(exp, req.people.human, "auto", None)
     labels = person_values(exp, model, table, mx.estimand)
-    predicted = predictions(mx.predictor, model, table, mx.estimand, req.seed, mx.short_share, exp)
-    fee = float(mx.fee)
-    payload = plan_mix(labels, predicted, target.size, fee, _predicted_unit_cost(req, fee),
-                       level=req.target.level, nested=mx.predictor == "model")
+    fee, calls = float(mx.fee), None
+    if mx.predictor == "llm":
+        predicted, calls = _llm_predicted(exp, model, table, req, ctx)
+        unit_cost = fee * mx.short_share + (calls["per_unit"] or 0.0) if mx.predictor_cost is None \
+            else float(mx.predictor_cost)
+    else:
+        predicted = predictions(mx.predictor, model, table, mx.estimand, req.seed, mx.short_share, exp)
+        unit_cost = _predicted_unit_cost(req, fee)
+    payload = plan_mix(labels, predicted, target.size, fee, unit_cost, level=req.target.level,
+                       nested=mx.predictor in ("model", "llm"))
+    if calls is not None:
+        payload["llm_calls"] = calls
     payload.update(estimand=mx.estimand, predictor=mx.predictor, model=model.name, source=str(req.people.human),
                    assumes="units exchangeable; the labelled people drawn at random from the population the "
                            "predicted units come from; the predictor fixed before the labelled people are seen")

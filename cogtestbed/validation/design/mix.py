@@ -17,8 +17,14 @@ Predictors (:func:`predictions`):
             costs that share of the fee; the labelled people's full sessions contain it.
 ``agent``   a random-parameter agent: the parameter drawn uniformly over the model's search range for each
             unit, independent of the person (a poor predictor: ρ ≈ 0, the plan keeps the people).
+``llm``     an LLM continuing each person's short session (:mod:`cogtestbed.validation.design.mix_llm`),
+            its calls counted, bounded and priced from the price table.
 ``PATH``    a table of predictions (CSV or Parquet with columns ``subject`` and ``prediction``), e.g. an
             LLM's fitted parameter on each person's trials.
+
+The estimand is a parameter of the model (each person's MLE) or a per-person metric of the experiment
+(:func:`person_values`).  The plan never keeps fewer people than Cochran's rule allows a normal interval of
+the estimand's mean (:func:`min_people`).
 
 Assumptions (docs/mix.md): units exchangeable, the labelled people drawn at random from the population
 the unlabelled units come from, and a predictor fixed before the labelled people are seen.  A predictor

@@ -272,7 +272,8 @@ def test_the_llm_predictor_plans_against_the_local_server_with_its_calls_counted
     assert 20 * 500 < tokens < 20 * 3000  # two requests of a ~2,700-character prompt per person
     assert dollars == pytest.approx(tokens * 1.0 / 1e6, abs=1e-4) and each == pytest.approx(dollars / 10, abs=1e-4)
     assert "pilot: 10 paired people" in out and "PPI correlation" in out
-    assert re.search(r"mixed +: [0-9,]+ people \+ [0-9,]+ predicted units \(\$0\.2033 each\)", out)
+    unit = re.search(r"mixed +: [0-9,]+ people \+ [0-9,]+ predicted units \(\$([0-9.]+) each\)", out)
+    assert unit and float(unit.group(1)) == pytest.approx(10.0 * 0.02 + dollars / 10, abs=1e-5)  # short session + calls
 
 
 def test_llm_options_without_the_llm_predictor_are_refused():

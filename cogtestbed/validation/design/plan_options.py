@@ -242,7 +242,8 @@ class PlanMix:
         None, min=1, max=100_000, cost=Cost("LLM calls per person and stated option", note="each a scored call"),
         help="Trials after each person's short session the llm predictor answers (default: the rest of the session).")
     base_url: str | None = option(None, help="OpenAI-compatible endpoint the llm predictor's --llm is served at.")
-    max_calls: int | None = option(None, min=0, help="Refuse an llm predictor needing more calls.")
+    max_calls: int | None = option(None, min=0, max=10**9, cost=Cost("calls", note="a cap, counted before any call"),
+                                   help="Refuse an llm predictor needing more calls.")
 
 
 @dataclass(frozen=True)

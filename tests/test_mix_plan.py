@@ -244,7 +244,7 @@ def test_the_llm_predictor_plans_against_the_local_server_with_its_calls_counted
         tmp_path, server, monkeypatch, capsys):
     """``--predictor llm`` through the local OpenAI-compatible server (openai:tiny-random): the LLM answers one
     trial after each of 10 people's short sessions, each trial two scored requests (one per lottery), counted
-    before any is made and refused over ``--max-calls``; priced from the price table; the plan prints them."""
+    before any is made and refused over ``--llm-max-calls``; priced from the price table; the plan prints them."""
     import re
     import zipfile
 
@@ -258,12 +258,12 @@ def test_the_llm_predictor_plans_against_the_local_server_with_its_calls_counted
     (tmp_path / "prompts.jsonl").write_text("\n".join(lines) + "\n")
     (tmp_path / "prices.toml").write_text('["openai:tiny-random"]\ninput = 1.0\noutput = 2.0\n')
     args = ["plan", "risky-choice", "--model", "prospect-theory", "--mix", "--estimand", "p_risky", "--predictor",
-            "llm", "--llm", "openai:tiny-random", "--base-url", url, "--llm-trials", "1", "--short-share", "0.02",
+            "llm", "--llm", "openai:tiny-random", "--llm-base-url", url, "--llm-trials", "1", "--short-share", "0.02",
             "--prices", str(tmp_path / "prices.toml"), "--human", str(tmp_path / "prompts.jsonl"),
             "--precision", "p_risky=0.02"]
-    assert run_cli([*args, "--max-calls", "19"]) == 2
-    assert "the LLM predictor needs 20 calls, over --max-calls 19" in capsys.readouterr().err
-    assert run_cli([*args, "--max-calls", "20"]) == 0
+    assert run_cli([*args, "--llm-max-calls", "19"]) == 2
+    assert "the LLM predictor needs 20 calls, over --llm-max-calls 19" in capsys.readouterr().err
+    assert run_cli([*args, "--llm-max-calls", "20"]) == 0
     out = capsys.readouterr().out
     found = re.search(r"llm predictor openai:tiny-random: 20 calls, ([0-9,]+) prompt tokens \((exact|estimated)\), "
                       r"\$([0-9.]+) \(\$([0-9.]+) a person\) from the price table", out)
@@ -282,9 +282,9 @@ def test_llm_options_without_the_llm_predictor_are_refused():
     with pytest.raises(InputError, match="needs `llm`"):
         ct.plan("risky-choice", model="prospect-theory", mix=True, estimand="lambda", predictor="llm",
                 human=str(SPEKTOR), precision={"lambda": 0.05})
-    with pytest.raises(InputError, match="`max_calls` is for the llm predictor"):
+    with pytest.raises(InputError, match="`llm_max_calls` is for the llm predictor"):
         ct.plan("risky-choice", model="prospect-theory", mix=True, estimand="lambda", predictor="agent",
-                human=str(SPEKTOR), precision={"lambda": 0.05}, max_calls=3)
+                human=str(SPEKTOR), precision={"lambda": 0.05}, llm_max_calls=3)
 
 
 def test_llm_predictions_score_each_twin_trial_on_the_local_server(tmp_path, server, monkeypatch):
@@ -315,7 +315,7 @@ def test_llm_predictions_score_each_twin_trial_on_the_local_server(tmp_path, ser
     assert cost["calls"] == 4 and cost["dollars"] == pytest.approx(2.0 * cost["prompt_tokens"] / 1e6)
     with pytest.raises(InputError, match="needs 4 calls"):
         mix_llm.check_budget(cost, 3, None)
-    answered = mix_llm.answered_table(client, twins, table, 0.001)
+    answered = mix_llm.answered_table(client, twins, table, mix.short_sessions(table, 0.001))
     assert answered.groupby("subject").size().tolist() == [2, 2]
     for t in twins:
         best = int(np.argmax(client.score(t.prompt, list(t.options), raw=True).logprobs))

@@ -333,7 +333,7 @@ __all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predicti
 
 
 def _llm_predicted(exp: Any, model: Any, table: pd.DataFrame, req: Any, ctx: Any) -> tuple[pd.Series, dict[str, Any]]:
-    """The llm predictor (:mod:`cogtestbed.validation.design.mix_llm`): its client (through ``base_url``) and price."""
+    """The llm predictor (:mod:`cogtestbed.validation.design.mix_llm`): its client (through ``llm_base_url``) and price."""
     from cogtestbed.llm_adapters.clients.backends import make_client
     from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
     from cogtestbed.validation.design.mix_llm import llm_predictions
@@ -342,12 +342,13 @@ def _llm_predicted(exp: Any, model: Any, table: pd.DataFrame, req: Any, ctx: Any
     assert spec is not None
     prices = req.llms.prices
     price = require_price(PriceTable(Path(prices) if prices else None), spec, req.llms.allow_unpriced)
-    client = make_client(spec, base_url=mx.base_url, mode="completions")
+    client = make_client(spec, base_url=mx.llm_base_url, mode="completions")
     if ctx.say:
         ctx.say(f"{spec} continues each person's short session")
-    return llm_predictions(exp, model, table, str(mx.estimand), str(req.people.human), client=client, price=price,
-                           short_share=mx.short_share, trials=mx.llm_trials, max_calls=mx.max_calls,
-                           max_cost=req.llms.max_cost)
+    answered, cost = llm_predictions(table, str(req.people.human), short_sessions(table, mx.short_share),
+                                     client=client, price=price, short_share=mx.short_share, trials=mx.llm_trials,
+                                     max_calls=mx.llm_max_calls, max_cost=req.llms.max_cost)
+    return person_values(exp, model, answered, str(mx.estimand)).rename("prediction"), cost
 
 
 def _predicted_unit_cost(req: Any, fee: float) -> float:
@@ -392,9 +393,9 @@ def _check_llm(req: Any) -> None:
     """The llm predictor's refusals: it needs one `llm`; `llm` and the llm options need it."""
     mx, spec = req.mixed, _llm_spec(req)
     if mx.predictor == "llm" and spec is None:
-        raise InputError("the llm predictor needs `llm` (BACKEND:MODEL, with `base_url` for a local server)")
-    given = [name for name, value in (("llm", spec), ("llm_trials", mx.llm_trials), ("base_url", mx.base_url),
-                                      ("max_calls", mx.max_calls)) if value is not None]
+        raise InputError("the llm predictor needs `llm` (BACKEND:MODEL, with `llm_base_url` for a local server)")
+    given = [name for name, value in (("llm", spec), ("llm_trials", mx.llm_trials),
+                                      ("llm_base_url", mx.llm_base_url), ("llm_max_calls", mx.llm_max_calls)) if value is not None]
     if mx.predictor != "llm" and given:
         raise InputError(f"`{given[0]}` is for the llm predictor (`predictor` llm), not {mx.predictor}")
 

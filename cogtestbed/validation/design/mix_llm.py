@@ -12,7 +12,7 @@ the estimand (:func:`cogtestbed.validation.design.mix.person_values`) of their s
 LLM's choices.  The trials must not depend on earlier choices (risky choice: each trial is a fixed pair of
 lotteries); the transcript's choices must be the table's, option for option, or the predictor is refused.
 
-Calls are counted before any is made and refused over ``--max-calls``; they are priced from the price table
+Calls are counted before any is made and refused over ``--llm-max-calls``; they are priced from the price table
 (``--prices``) at the prompt tokens of each request as the client counts them (exact where it knows the model's
 tokenizer, else its documented estimate: the plan says which), and refused over ``--max-cost``.
 """
@@ -99,37 +99,33 @@ def price_calls(client: Any, twins: list[TwinTrial], price: Any) -> dict[str, An
 def check_budget(cost: dict[str, Any], max_calls: int | None, max_cost: float | None) -> None:
     """Refuse, before any call, twins over ``max_calls`` or ``max_cost`` in one line."""
     if max_calls is not None and cost["calls"] > max_calls:
-        raise InputError(f"the LLM predictor needs {cost['calls']:,} calls, over `max_calls` {max_calls:,}: raise it "
-                         "or predict fewer trials (`llm_trials`)")
+        raise InputError(f"the LLM predictor needs {cost['calls']:,} calls, over `llm_max_calls` {max_calls:,}: raise "
+                         "it or predict fewer trials (`llm_trials`)")
     if max_cost is not None and cost["dollars"] is not None and cost["dollars"] > max_cost:
         raise InputError(f"the LLM predictor costs ${cost['dollars']:,.2f}, over `max_cost` ${max_cost:,.2f}")
 
 
-def answered_table(client: Any, twins: list[TwinTrial], table: pd.DataFrame, short_share: float) -> pd.DataFrame:
-    """Each person's short session followed by the LLM's choices on the twin trials (every other row dropped)."""
-    from cogtestbed.validation.design.mix import short_sessions
-
+def answered_table(client: Any, twins: list[TwinTrial], table: pd.DataFrame, short: pd.DataFrame) -> pd.DataFrame:
+    """Each person's short session (``short``, rows of ``table``) followed by the LLM's choices on the twin trials."""
     actions = [int(np.argmax(client.score(t.prompt, list(t.options), raw=True).logprobs)) for t in twins]
     answered = table.loc[[t.row for t in twins]].copy()
     answered["action"] = np.asarray(actions).astype(table["action"].dtype)
-    return pd.concat([short_sessions(table, short_share), answered]).sort_values(["subject", "session", "trial"],
-                                                                                  kind="stable")
+    return pd.concat([short, answered]).sort_values(["subject", "session", "trial"], kind="stable")
 
 
-def llm_predictions(exp: Any, model: Any, table: pd.DataFrame, estimand: str, path: str | Path, *, client: Any,
-                    price: Any, short_share: float, trials: int | None = None, max_calls: int | None = None,
-                    max_cost: float | None = None) -> tuple[pd.Series, dict[str, Any]]:
-    """The LLM's prediction of each person's ``estimand`` (module docstring) and what its calls took
-    (:func:`price_calls`, counted and priced before any call is made)."""
-    from cogtestbed.validation.design.mix import person_values
-
+def llm_predictions(table: pd.DataFrame, path: str | Path, short: pd.DataFrame, *, client: Any, price: Any,
+                    short_share: float, trials: int | None = None, max_calls: int | None = None,
+                    max_cost: float | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Each person's short session (``short``) followed by the LLM's choices (:func:`answered_table`; the
+    caller computes the estimand on it) and what its calls took (:func:`price_calls`, counted, bounded and
+    priced before any call is made)."""
     twins = twin_trials(path, table, short_share, trials)
     cost = price_calls(client, twins, price)
     check_budget(cost, max_calls, max_cost)
-    answered = answered_table(client, twins, table, short_share)
+    answered = answered_table(client, twins, table, short)
     people = max(1, table["subject"].nunique())
     cost["per_unit"] = None if cost["dollars"] is None else cost["dollars"] / people
-    return person_values(exp, model, answered, estimand).rename("prediction"), cost
+    return answered, cost
 
 
 __all__ = ["TwinTrial", "answered_table", "check_budget", "llm_predictions", "price_calls", "twin_trials"]

@@ -114,7 +114,7 @@ def _mix_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     return mix_lines(payload, size_name)
 
 _MIX_ONLY = frozenset({"mix", "estimand", "predictor", "fee", "predictor_cost", "short_share", "llm_trials",
-                       "base_url", "max_calls"})
+                       "llm_base_url", "llm_max_calls"})
 #: Options a mix plan shares with other kinds (its target, its human data, the llm predictor's pricing).
 _MIX_SHARED = frozenset({"model", "precision", "human", "level", "llm", "prices", "allow_unpriced", "max_cost"})
 _POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY - _MIX_ONLY

@@ -43,6 +43,7 @@ from cogtestbed.option_groups import (
     Unpriced,
     Workers,
 )
+from cogtestbed.redact import redact_url
 from cogtestbed.request import group, option, variant
 from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
 from cogtestbed.validation.studies.options import assignment_items, size_text
@@ -241,9 +242,11 @@ class PlanMix:
     llm_trials: int | None = option(
         None, min=1, max=100_000, cost=Cost("LLM calls per person and stated option", note="each a scored call"),
         help="Trials after each person's short session the llm predictor answers (default: the rest of the session).")
-    base_url: str | None = option(None, help="OpenAI-compatible endpoint the llm predictor's --llm is served at.")
-    max_calls: int | None = option(None, min=0, max=10**9, cost=Cost("calls", note="a cap, counted before any call"),
-                                   help="Refuse an llm predictor needing more calls.")
+    llm_base_url: str | None = option(None, record=redact_url,
+                                      help="OpenAI-compatible endpoint the llm predictor's --llm is served at.")
+    llm_max_calls: int | None = option(None, min=0, max=10**9,
+                                       cost=Cost("calls", note="a cap, counted before any call"),
+                                       help="Refuse an llm predictor needing more calls.")
 
 
 @dataclass(frozen=True)

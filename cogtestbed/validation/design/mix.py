@@ -333,7 +333,7 @@ __all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predicti
 
 
 def _llm_predicted(exp: Any, model: Any, table: pd.DataFrame, req: Any, ctx: Any) -> tuple[pd.Series, dict[str, Any]]:
-    """The llm predictor (:mod:`cogtestbed.validation.design.mix_llm`): its client (through ``llm_base_url``) and price."""
+    """The llm predictor (:mod:`cogtestbed.validation.design.mix_llm`): its client (``llm_base_url``) and price."""
     from cogtestbed.llm_adapters.clients.backends import make_client
     from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
     from cogtestbed.validation.design.mix_llm import llm_predictions
@@ -394,8 +394,9 @@ def _check_llm(req: Any) -> None:
     mx, spec = req.mixed, _llm_spec(req)
     if mx.predictor == "llm" and spec is None:
         raise InputError("the llm predictor needs `llm` (BACKEND:MODEL, with `llm_base_url` for a local server)")
-    given = [name for name, value in (("llm", spec), ("llm_trials", mx.llm_trials),
-                                      ("llm_base_url", mx.llm_base_url), ("llm_max_calls", mx.llm_max_calls)) if value is not None]
+    options = (("llm", spec), ("llm_trials", mx.llm_trials), ("llm_base_url", mx.llm_base_url),
+               ("llm_max_calls", mx.llm_max_calls))
+    given = [name for name, value in options if value is not None]
     if mx.predictor != "llm" and given:
         raise InputError(f"`{given[0]}` is for the llm predictor (`predictor` llm), not {mx.predictor}")
 

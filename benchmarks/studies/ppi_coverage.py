@@ -1,20 +1,26 @@
 """Prediction-powered intervals on real people (``plan --mix``): coverage, width and people saved.
 
-For each shipped Psych-201 data set read by an experiment, each person's MLE of one parameter is the
-label (fitted once per person), and a predictor predicts it: ``model`` (the same model fitted on the
-person's first half of trials, a short session) or ``agent`` (a random-parameter agent: the parameter
-drawn uniformly over the model's search range, independent of the person).  Then ``--reps`` times:
-``--labelled`` people drawn at random are the labelled set, the rest the unlabelled units (their
-predictions only); ppi_py's PPI++ interval of the mean (95 %) against the full sample's mean (its
-coverage), its width against the people-only interval of the same labelled people, and the people it
-saves: realised, 1 - n / n_eff with n_eff = n (classical width / PPI width)^2, beside the plan's
-prediction from the labelled people's own PPI correlation (1 - n / n_eff, n_eff = n (n + N) / (n +
-(1 - rho^2) N), Broska et al.).  Monte-Carlo SEs over the resamples.
+For each data set, each person's estimand is the label (computed once per person) and a predictor
+predicts it.  Spektor's 282 (prospect theory's lambda) and Shahar's 554 (the hybrid model's w): each
+person's MLE; ``model`` is the same model fitted on the person's first half of trials (a short
+session: the fitted model's prediction), ``agent`` a random-parameter agent (the parameter drawn
+uniformly over the model's search range, independent of the person).  Thoma's probability learning
+(thoma2025problearn, the 483 records shipped; no experiment of the package models it): each
+person's share of choices of the house the animal hid behind more often in their session (Thoma et
+al.'s maximizing share); ``model`` is a Beta(1, 1)-Bernoulli model's posterior predictive of that
+share from the person's first half of trials, ``agent`` a random agent choosing that house with a
+probability drawn uniformly on (0, 1).  Then ``--reps`` times: ``--labelled`` people drawn at random
+are the labelled set, the rest the unlabelled units (their predictions only); ppi_py's PPI++
+interval of the mean (95 %) against the full sample's mean (its coverage), its width against the
+people-only interval of the same labelled people, and the people it saves: realised, 1 - n / n_eff
+with n_eff = n (classical width / PPI width)^2, beside the plan's prediction from the full sample's
+PPI correlation (1 - n / n_eff, n_eff = n (n + N) / (n + (1 - rho^2) N), Broska et al.).
+Monte-Carlo SEs over the resamples.  A row whose ``--labelled`` is below the estimand's Cochran
+minimum (25 x skewness^2 of the people's values, :func:`cogtestbed.validation.design.mix.min_people`;
+what ``plan --mix`` refuses) prints that refusal instead.
 
-    nice .venv/bin/python benchmarks/studies/ppi_coverage.py                      # both data sets, 1,000 reps
-    nice .venv/bin/python benchmarks/studies/ppi_coverage.py --data-sets spektor --predictors agent --reps 200
-
-thoma2025problearn is read by no experiment of the package (no model to fit per person): its row says so.
+    nice .venv/bin/python benchmarks/studies/ppi_coverage.py                      # three data sets, 1,000 reps
+    nice .venv/bin/python benchmarks/studies/ppi_coverage.py --data-sets spektor --labelled 170
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ PSYCH201 = Path(__file__).resolve().parents[3] / "shared" / "data" / "psych201"
 DATA_SETS: dict[str, tuple[str, str | None, str | None, str | None]] = {
     "spektor": ("spektor2024lossaversion", "risky-choice", "prospect-theory", "lambda"),
     "shahar": ("shahar2019twosteptask", "two-step", "hybrid", "w"),
-    "thoma": ("thoma2025problearn", None, None, None),
+    "thoma": ("thoma2025problearn", None, None, "p_max"),
 }
 PREDICTORS = ("model", "agent")
 
@@ -53,43 +59,91 @@ def _people(data_set: str) -> tuple[Any, Any, Any]:
 
 
 @functools.cache
+def thoma_choices() -> Any:
+    """Thoma's trials: one row per choice (``person``, ``trial``, ``chose_max``: the choice was the house the
+    animal hid behind more often in that person's session), from the transcript's feedback sentences."""
+    import re
+
+    import pandas as pd
+
+    from cogtestbed.data.psych201_table import transcript_table
+
+    t = transcript_table(PSYCH201 / DATA_SETS["thoma"][0] / "prompts.jsonl.zip")
+    t = t[t["choice"] >= 0].sort_values(["line", "choice"], kind="stable")
+    feedback = t.groupby("line")["before"].shift(-1).fillna(t["after"])  # the text after each choice
+    hiding = re.compile(r"At house '([^']*)', there is an animal hiding")
+    found = [set(hiding.findall(str(text))) for text in feedback]
+    rows = pd.DataFrame({"person": t["line"].to_numpy(), "trial": t["choice"].to_numpy(),
+                         "chosen": t["chosen"].astype(str).to_numpy(), "found": found})
+    counts = rows.explode("found").dropna(subset=["found"]).groupby(["person", "found"]).size()
+    best = counts.groupby(level="person").idxmax().map(lambda key: key[1])
+    rows["chose_max"] = (rows["chosen"] == rows["person"].map(best)).astype(float)
+    return rows
+
+
+def _thoma_labels() -> Any:
+    rows = thoma_choices()
+    return rows.groupby("person")["chose_max"].mean().rename("p_max")
+
+
+def _thoma_predicted(predictor: str, seed: int) -> Any:
+    import pandas as pd
+
+    rows = thoma_choices()
+    if predictor == "agent":
+        persons = sorted(rows["person"].unique())
+        return pd.Series(np.random.default_rng(seed).uniform(0, 1, len(persons)), index=persons, name="prediction")
+    first = rows[rows["trial"] < rows.groupby("person")["trial"].transform("size") // 2]
+    grouped = first.groupby("person")["chose_max"]
+    return ((grouped.sum() + 1) / (grouped.size() + 2)).rename("prediction")  # Beta(1, 1) posterior predictive
+
+
+@functools.cache
 def labels(data_set: str) -> Any:
-    """Each person's MLE of the data set's estimand (fitted once)."""
+    """Each person's estimand (the MLE of the model's parameter; Thoma's maximizing share), computed once."""
     from cogtestbed.validation.design.mix import person_estimates
 
+    if data_set == "thoma":
+        return _thoma_labels()
     _, model, table = _people(data_set)
     return person_estimates(model, table, str(DATA_SETS[data_set][3]))
 
 
 @functools.cache
 def predicted(data_set: str, predictor: str, seed: int) -> Any:
-    """The predictor's prediction of each person's estimand (fitted once)."""
+    """The predictor's prediction of each person's estimand (computed once)."""
     from cogtestbed.validation.design.mix import predictions
 
+    if data_set == "thoma":
+        return _thoma_predicted(predictor, seed)
     _, model, table = _people(data_set)
     return predictions(predictor, model, table, str(DATA_SETS[data_set][3]), seed)
 
 
 def row(data_set: str, predictor: str, n: int, reps: int, seed: int) -> dict[str, Any]:
     """One row of the table (module docstring)."""
+    from cogtestbed.errors import InputError
     from cogtestbed.validation.design.mix import (
+        check_labelled,
         check_pairs,
         classical_interval,
+        min_people,
         ppi_correlation,
         ppi_interval,
         predicted_effective_n,
     )
 
-    if DATA_SETS[data_set][1] is None:
-        return {"data_set": data_set, "predictor": predictor,
-                "reason": f"{DATA_SETS[data_set][0]} is read by no experiment: no per-person model fit"}
     y, yhat = check_pairs(labels(data_set), predicted(data_set, predictor, seed))
     units = y.size
     if not 2 < n < units:
         raise ValueError(f"--labelled must lie between 3 and {units - 1} for {data_set}")
+    try:
+        check_labelled(n, min_people(y))
+    except InputError as exc:
+        return {"data_set": data_set, "predictor": predictor, "reason": str(exc)}
     truth = float(np.mean(y))
     rng = np.random.default_rng(seed)
-    cover, cover_classical, ratio, saved, saved_planned = [], [], [], [], []
+    cover, cover_classical, ratio, saved = [], [], [], []
     for _ in range(reps):
         order = rng.permutation(units)
         lab, unl = order[:n], order[n:]
@@ -99,8 +153,8 @@ def row(data_set: str, predictor: str, n: int, reps: int, seed: int) -> dict[str
         cover_classical.append(clo <= truth <= chi)
         ratio.append((hi - lo) / (chi - clo))
         saved.append(1 - ratio[-1] ** 2)  # 1 - n / n_eff, n_eff = n (classical / PPI width)^2
-        rho = ppi_correlation(y[lab], yhat[lab])
-        saved_planned.append(1 - n / predicted_effective_n(rho, n, units - n))
+    rho = ppi_correlation(y, yhat)  # the plan's: a pilot of every person
+    saved_planned = [1 - n / predicted_effective_n(rho, n, units - n)]
     se = float(np.sqrt(np.mean(cover) * (1 - np.mean(cover)) / reps))
     return {"data_set": data_set, "estimand": DATA_SETS[data_set][3], "predictor": predictor, "people": units,
             "labelled": n, "unlabelled": units - n, "ppi_corr_full": ppi_correlation(y, yhat),
@@ -140,10 +194,9 @@ def main() -> None:
             r = row(data_set, predictor, args.labelled, args.reps, args.seed)
             printed.append(line(r))
             print(printed[-1], flush=True)
-            if "reason" in r:
-                break
     if args.record:
-        record(" ".join(["python benchmarks/studies/ppi_coverage.py", *sys.argv[1:]]), printed)
+        record(" ".join(["python benchmarks/studies/ppi_coverage.py", *(a for a in sys.argv[1:] if a != "--record")]),
+               printed)
 
 
 def record(command: str, printed: list[str]) -> None:

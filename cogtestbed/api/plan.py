@@ -153,7 +153,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     completion tokens per call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``).
     ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
     adaptive sessions and fixed sessions of the same design space need, each priced by ``llm``'s dry run.
-    ``mix=True`` with ``estimand``, ``predictor``, ``human``, ``fee`` and ``precision={ESTIMAND: HALFWIDTH}``: the
+    ``mix=True`` with ``estimand``, ``predictor``, ``human`` and ``precision={ESTIMAND: HALFWIDTH}`` (``fee``: $10): the
     cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.validation.design.mix`;
     the group ``mixed=PlanMix(...)`` as a keyword).
     ``say`` receives progress lines.  The same arguments and seed give the same plan as the command line.

@@ -17,8 +17,14 @@ Predictors (:func:`predictions`):
             costs that share of the fee; the labelled people's full sessions contain it.
 ``agent``   a random-parameter agent: the parameter drawn uniformly over the model's search range for each
             unit, independent of the person (a poor predictor: ρ ≈ 0, the plan keeps the people).
+``llm``     an LLM continuing each person's short session (:mod:`cogtestbed.validation.design.mix_llm`),
+            its calls counted, bounded and priced from the price table.
 ``PATH``    a table of predictions (CSV or Parquet with columns ``subject`` and ``prediction``), e.g. an
             LLM's fitted parameter on each person's trials.
+
+The estimand is a parameter of the model (each person's MLE) or a per-person metric of the experiment
+(:func:`person_values`).  The plan never keeps fewer people than Cochran's rule allows a normal interval of
+the estimand's mean (:func:`min_people`).
 
 Assumptions (docs/mix.md): units exchangeable, the labelled people drawn at random from the population
 the unlabelled units come from, and a predictor fixed before the labelled people are seen.  A predictor
@@ -49,7 +55,10 @@ DEFAULT_PREDICTION_COST = 0.01
 #: Fewest paired pilot units a correlation is measured on.
 MIN_PAIRS = 10
 #: The predictors that are no file.
-NAMED_PREDICTORS = ("model", "agent")
+NAMED_PREDICTORS = ("model", "agent", "llm")
+#: Cochran's rule for a normal interval of a mean: at least ``CLT_FACTOR * skewness**2`` units (Cochran 1977,
+#: *Sampling Techniques*, sec. 2.15; ppi_py's intervals are normal ones, and so is people alone).
+CLT_FACTOR = 25.0
 
 
 def person_estimates(model: Any, table: pd.DataFrame, estimand: str) -> pd.Series:
@@ -61,6 +70,27 @@ def person_estimates(model: Any, table: pd.DataFrame, estimand: str) -> pd.Serie
     fits = model.fit_mle(table)
     values = pd.Series(fits[estimand].to_numpy(float), index=fits["subject"].to_numpy(), name=estimand)
     return values[np.isfinite(values)].sort_index()
+
+
+def person_metrics(exp: Any, table: pd.DataFrame, estimand: str) -> pd.Series:
+    """Each person's value of the experiment's per-subject metric ``estimand`` (``p_risky``, ...) on ``table``,
+    indexed by subject; persons whose metric is not finite are dropped."""
+    rows = pd.DataFrame(exp.metrics(table)["per_subject"])
+    if estimand not in rows.columns or estimand in ("subject", "n_trials", "n_invalid"):
+        names = [c for c in rows.columns if c not in ("subject", "n_trials", "n_invalid")]
+        raise InputError(f"`estimand` {estimand!r} is neither a parameter of the model nor a per-person metric of "
+                         f"{exp.name}: its metrics are {', '.join(names)}")
+    values = pd.Series(pd.to_numeric(rows[estimand], errors="coerce").to_numpy(float),
+                       index=rows["subject"].to_numpy(), name=estimand)
+    return values[np.isfinite(values)].sort_index()
+
+
+def person_values(exp: Any, model: Any, table: pd.DataFrame, estimand: str) -> pd.Series:
+    """Each person's estimand: the MLE of a parameter of ``model`` (:func:`person_estimates`), else the
+    experiment's per-person metric of that name (:func:`person_metrics`)."""
+    if estimand in model.parameters.names:
+        return person_estimates(model, table, estimand)
+    return person_metrics(exp, table, estimand)
 
 
 def short_sessions(table: pd.DataFrame, share: float) -> pd.DataFrame:
@@ -101,11 +131,18 @@ def table_predictions(path: str | Path) -> pd.Series:
 
 
 def predictions(predictor: str, model: Any, table: pd.DataFrame, estimand: str, seed: int,
-                short_share: float = 0.5) -> pd.Series:
-    """The predictor's prediction of each person's ``estimand`` (module docstring: ``model``, ``agent``, a file)."""
+                short_share: float = 0.5, exp: Any = None) -> pd.Series:
+    """The predictor's prediction of each person's ``estimand`` (module docstring: ``model``, ``agent``, a file;
+    for a metric of ``exp``, ``model`` is the metric of the short session)."""
+    metric = estimand not in model.parameters.names
     if predictor == "model":
-        return person_estimates(model, short_sessions(table, short_share), estimand).rename("prediction")
+        short = short_sessions(table, short_share)
+        values = person_metrics(exp, short, estimand) if metric else person_estimates(model, short, estimand)
+        return values.rename("prediction")
     if predictor == "agent":
+        if metric:
+            raise InputError(f"the random-parameter agent predicts a parameter of {model.name}, not the metric "
+                             f"{estimand!r}: use model or a table of predictions")
         return agent_predictions(model, table["subject"].unique(), estimand, seed)
     return table_predictions(predictor)
 
@@ -127,6 +164,39 @@ def check_pairs(labels: pd.Series, predicted: pd.Series) -> tuple[np.ndarray, np
     if np.std(yhat) == 0.0:
         raise InputError("the predictions are all equal: they carry no information about the people")
     return y, yhat
+
+
+def min_people(labels: np.ndarray) -> int:
+    """Fewest labelled people whose mean a normal interval covers at its level: Cochran's rule, ``CLT_FACTOR``
+    times the squared (bias-corrected) skewness of the people's estimand (:data:`MIN_PAIRS` at least).  A skewed
+    estimand (λ's MLE piles up at its bound) undercovers below it, with predictions and without."""
+    from scipy.stats import skew
+
+    g1 = float(skew(np.asarray(labels, float), bias=False))
+    return max(MIN_PAIRS, math.ceil(CLT_FACTOR * g1**2)) if np.isfinite(g1) else MIN_PAIRS
+
+
+def check_labelled(n: int, minimum: int, what: str = "") -> None:
+    """Refuse ``n`` labelled people below Cochran's ``minimum`` (:func:`min_people`) in one line."""
+    if n < minimum:
+        raise InputError(f"{n} labelled people{what} are too few for a normal interval of this estimand's mean: "
+                         f"its skewness needs at least {minimum} (Cochran's rule, 25 x skewness^2)")
+
+
+def with_min_people(design: dict[str, Any], rho: float, n0: int, fee: float, unit_cost: float, nested: bool,
+                    minimum: int) -> dict[str, Any]:
+    """``design`` (a :func:`cheapest_mix`) with at least ``minimum`` people: the predicted units the
+    effective size ``n0`` then needs (Broska et al.'s n_eff solved for N), none where ``minimum`` people alone
+    reach it."""
+    if design["people"] >= minimum:
+        return design
+    n, r2 = minimum, min(rho**2, 1 - 1e-9)
+    if n >= n0 or n <= (1 - r2) * n0:  # people alone are enough, or predictions cannot reach n0 from n people
+        n = max(n, n0)
+        return {"people": n, "predicted": 0, "effective_n": n, "dollars": round(n * fee, 2)}
+    big_n = math.ceil(n * (n0 - n) / (n - (1 - r2) * n0))
+    dollars = n * fee + (n + big_n) * unit_cost if not nested else n * fee + big_n * unit_cost
+    return {"people": n, "predicted": big_n, "effective_n": n0, "dollars": round(dollars, 2)}
 
 
 def people_only_n(labels: np.ndarray, halfwidth: float, level: float) -> int:
@@ -188,12 +258,14 @@ def plan_mix(labels: pd.Series, predicted: pd.Series, halfwidth: float, fee: flo
     y, yhat = check_pairs(labels, predicted)
     rho = ppi_correlation(y, yhat)
     low, high = correlation_bounds(rho, y.size, level)
-    n0 = people_only_n(y, halfwidth, level)
-    mixed = cheapest_mix(rho, n0, fee, unit_cost, nested)
-    cautious = cheapest_mix(max(low, 0.0), n0, fee, unit_cost, nested)
+    minimum = min_people(y)
+    n0 = max(people_only_n(y, halfwidth, level), minimum)
+    mixed = with_min_people(cheapest_mix(rho, n0, fee, unit_cost, nested), rho, n0, fee, unit_cost, nested, minimum)
+    cautious = with_min_people(cheapest_mix(max(low, 0.0), n0, fee, unit_cost, nested), max(low, 0.0), n0, fee,
+                               unit_cost, nested, minimum)
     people = {"people": n0, "predicted": 0, "dollars": round(n0 * fee, 2)}
     return {"pilot": {"pairs": int(y.size), "mean": float(np.mean(y)), "sd": float(np.std(y, ddof=1)),
-                      "ppi_corr": rho, "ppi_corr_bounds": [low, high]},
+                      "ppi_corr": rho, "ppi_corr_bounds": [low, high], "min_people": minimum},
             "halfwidth": halfwidth, "level": level, "fee": fee, "predicted_unit_cost": unit_cost,
             "people_only": people, "mixed": mixed, "mixed_at_lower_corr": cautious,
             "people_saved": n0 - mixed["people"], "dollars_saved": round(people["dollars"] - mixed["dollars"], 2)}
@@ -232,20 +304,51 @@ def mix_lines(payload: Mapping[str, Any], size_name: str = "people") -> list[str
         f"mix plan: population mean of {est} within +-{payload['halfwidth']:g} at {1 - payload['level']:.0%} "
         f"(predictor {payload['predictor']}, {payload['source']})",
         f"pilot: {pilot['pairs']} paired people, mean {est} {pilot['mean']:.4g}, SD {pilot['sd']:.4g}; "
-        f"PPI correlation {pilot['ppi_corr']:.3f} (95% {low:.3f} to {high:.3f})",
+        f"PPI correlation {pilot['ppi_corr']:.3f} (95% {low:.3f} to {high:.3f}); at least {pilot['min_people']:,} "
+        "people for a normal interval (Cochran's rule)",
         f"people only : {people['people']:,} people, ${people['dollars']:,.2f} (fee ${payload['fee']:g})",
         f"mixed       : {mixed['people']:,} people + {mixed['predicted']:,} predicted units "
         f"(${payload['predicted_unit_cost']:g} each), ${mixed['dollars']:,.2f}",
         f"  at the correlation's lower bound: {cautious['people']:,} people + {cautious['predicted']:,} predicted, "
         f"${cautious['dollars']:,.2f}",
         f"saves {payload['people_saved']:,} people and ${payload['dollars_saved']:,.2f}",
+        *_llm_lines(payload.get("llm_calls")),
     ]
 
 
-__all__ = ["DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "check_mix", "check_pairs", "cheapest_mix",
-           "classical_interval", "correlation_bounds", "mix_lines", "person_estimates", "people_only_n",
-           "plan_mix", "ppi_correlation", "ppi_interval", "predicted_effective_n", "predictions", "run_mix",
-           "short_sessions", "table_predictions"]
+def _llm_lines(calls: Mapping[str, Any] | None) -> list[str]:
+    if calls is None:
+        return []
+    tokens = f"{calls['prompt_tokens']:,} prompt tokens ({'exact' if calls['exact_tokens'] else 'estimated'})"
+    dollars = "unpriced" if calls["dollars"] is None else \
+        f"${calls['dollars']:,.4f} (${calls['per_unit']:,.4f} a person) from the price table"
+    return [f"llm predictor {calls['spec']}: {calls['calls']:,} calls, {tokens}, {dollars}"]
+
+
+__all__ = ["CLT_FACTOR", "DEFAULT_PREDICTION_COST", "MIN_PAIRS", "agent_predictions", "cheapest_mix", "check_labelled",
+           "check_mix", "check_pairs", "classical_interval", "correlation_bounds", "min_people", "mix_lines",
+           "people_only_n", "person_estimates", "person_metrics", "person_values", "plan_mix", "ppi_correlation",
+           "ppi_interval", "predicted_effective_n", "predictions", "run_mix", "short_sessions", "table_predictions",
+           "with_min_people"]
+
+
+def _llm_predicted(exp: Any, model: Any, table: pd.DataFrame, req: Any, ctx: Any) -> tuple[pd.Series, dict[str, Any]]:
+    """The llm predictor (:mod:`cogtestbed.validation.design.mix_llm`): its client (``llm_base_url``) and price."""
+    from cogtestbed.llm_adapters.clients.backends import make_client
+    from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
+    from cogtestbed.validation.design.mix_llm import llm_predictions
+
+    mx, spec = req.mixed, _llm_spec(req)
+    assert spec is not None
+    prices = req.llms.prices
+    price = require_price(PriceTable(Path(prices) if prices else None), spec, req.llms.allow_unpriced)
+    client = make_client(spec, base_url=mx.llm_base_url, mode="completions")
+    if ctx.say:
+        ctx.say(f"{spec} continues each person's short session")
+    answered, cost = llm_predictions(table, str(req.people.human), short_sessions(table, mx.short_share),
+                                     client=client, price=price, short_share=mx.short_share, trials=mx.llm_trials,
+                                     max_calls=mx.llm_max_calls, max_cost=req.llms.max_cost)
+    return person_values(exp, model, answered, str(mx.estimand)).rename("prediction"), cost
 
 
 def _predicted_unit_cost(req: Any, fee: float) -> float:
@@ -263,7 +366,7 @@ def check_mix(exp: Any, req: Any) -> None:
     mx, tg = req.mixed, req.target
     missing = [f"`{name}`" for name, given in (("model", tg.model), ("estimand", mx.estimand),
                                                ("predictor", mx.predictor), ("human", req.people.human),
-                                               ("precision", tg.precision), ("fee", mx.fee)) if given is None]
+                                               ("precision", tg.precision)) if given is None]
     if missing:
         raise InputError(f"a mix plan needs {', '.join(missing)}")
     target = Effect.of(tg.precision, "precision")
@@ -274,7 +377,28 @@ def check_mix(exp: Any, req: Any) -> None:
     if not 0.0 < mx.short_share < 1.0:
         raise InputError(f"`short_share` must lie strictly between 0 and 1, got {mx.short_share:g}")
     if mx.predictor not in NAMED_PREDICTORS and not Path(mx.predictor).exists():
-        raise InputError(f"`predictor` {mx.predictor} is neither model, agent nor a file")
+        raise InputError(f"`predictor` {mx.predictor} is neither model, agent, llm nor a file")
+    _check_llm(req)
+
+
+def _llm_spec(req: Any) -> str | None:
+    llm = req.llms.llm
+    specs = [llm] if isinstance(llm, str) else list(llm or [])
+    if len(specs) > 1:
+        raise InputError("a mix plan's llm predictor is one `llm`, got " + ", ".join(specs))
+    return specs[0] if specs else None
+
+
+def _check_llm(req: Any) -> None:
+    """The llm predictor's refusals: it needs one `llm`; `llm` and the llm options need it."""
+    mx, spec = req.mixed, _llm_spec(req)
+    if mx.predictor == "llm" and spec is None:
+        raise InputError("the llm predictor needs `llm` (BACKEND:MODEL, with `llm_base_url` for a local server)")
+    options = (("llm", spec), ("llm_trials", mx.llm_trials), ("llm_base_url", mx.llm_base_url),
+               ("llm_max_calls", mx.llm_max_calls))
+    given = [name for name, value in options if value is not None]
+    if mx.predictor != "llm" and given:
+        raise InputError(f"`{given[0]}` is for the llm predictor (`predictor` llm), not {mx.predictor}")
 
 
 def run_mix(exp: Any, req: Any, ctx: Any) -> Any:
@@ -285,16 +409,25 @@ def run_mix(exp: Any, req: Any, ctx: Any) -> Any:
 
     mx = req.mixed
     target = Effect.of(req.target.precision, "precision")
-    assert target is not None and mx.fee is not None and mx.estimand is not None and mx.predictor is not None
+    assert target is not None and mx.estimand is not None and mx.predictor is not None
     model = exp.model(req.target.model)
     if ctx.say:
-        ctx.say(f"fitting {model.name} to each person of {req.people.human}")
+        what = f"fitting {model.name} to" if mx.estimand in model.parameters.names else f"{mx.estimand} of"
+        ctx.say(f"{what} each person of {req.people.human}")
     table, _ = ctx.read_table(exp, req.people.human, "auto", None)
-    labels = person_estimates(model, table, mx.estimand)
-    predicted = predictions(mx.predictor, model, table, mx.estimand, req.seed, mx.short_share)
-    fee = float(mx.fee)
-    payload = plan_mix(labels, predicted, target.size, fee, _predicted_unit_cost(req, fee),
-                       level=req.target.level, nested=mx.predictor == "model")
+    labels = person_values(exp, model, table, mx.estimand)
+    fee, calls = float(mx.fee), None
+    if mx.predictor == "llm":
+        predicted, calls = _llm_predicted(exp, model, table, req, ctx)
+        unit_cost = fee * mx.short_share + (calls["per_unit"] or 0.0) if mx.predictor_cost is None \
+            else float(mx.predictor_cost)
+    else:
+        predicted = predictions(mx.predictor, model, table, mx.estimand, req.seed, mx.short_share, exp)
+        unit_cost = _predicted_unit_cost(req, fee)
+    payload = plan_mix(labels, predicted, target.size, fee, unit_cost, level=req.target.level,
+                       nested=mx.predictor in ("model", "llm"))
+    if calls is not None:
+        payload["llm_calls"] = calls
     payload.update(estimand=mx.estimand, predictor=mx.predictor, model=model.name, source=str(req.people.human),
                    assumes="units exchangeable; the labelled people drawn at random from the population the "
                            "predicted units come from; the predictor fixed before the labelled people are seen")

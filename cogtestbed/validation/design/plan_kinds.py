@@ -113,7 +113,10 @@ def _mix_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
 
     return mix_lines(payload, size_name)
 
-_MIX_ONLY = frozenset({"mix", "estimand", "predictor", "fee", "predictor_cost", "short_share"})
+_MIX_ONLY = frozenset({"mix", "estimand", "predictor", "fee", "predictor_cost", "short_share", "llm_trials",
+                       "llm_base_url", "llm_max_calls"})
+#: Options a mix plan shares with other kinds (its target, its human data, the llm predictor's pricing).
+_MIX_SHARED = frozenset({"model", "precision", "human", "level", "llm", "prices", "allow_unpriced", "max_cost"})
 _POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY - _MIX_ONLY
 #: A precision plan's target is its assurance, not a power at a level.
 _PRECISION = _POWERISH - {"power", "level"}
@@ -155,7 +158,7 @@ BUILTIN: tuple[PlanKind, ...] = (
              frontier=True, facts=True),
     PlanKind("mix", "people and a predictor's units mixed for one population mean (prediction-powered inference): "
              "the cheapest pair beside people alone", _run(_MIX, "run_mix"), claims=lambda r: r.mixed.mix,
-             check=_check(_MIX, "check_mix"), accepts=_MIX_ONLY | {"model", "precision", "human", "level"},
+             check=_check(_MIX, "check_mix"), accepts=_MIX_ONLY | _MIX_SHARED,
              order=5, lines=_mix_lines),
 )
 

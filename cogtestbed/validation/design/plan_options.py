@@ -43,6 +43,7 @@ from cogtestbed.option_groups import (
     Unpriced,
     Workers,
 )
+from cogtestbed.redact import redact_url
 from cogtestbed.request import group, option, variant
 from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
 from cogtestbed.validation.studies.options import assignment_items, size_text
@@ -229,13 +230,23 @@ class PlanMix:
     estimand: str | None = option(None, help="The per-person estimand of a --mix plan: a parameter of --model.")
     predictor: str | None = option(
         None, help="A --mix plan's predictor: model (the model fitted on each person's short session), agent (a "
-                   "random-parameter agent) or a CSV/Parquet of predictions (columns subject, prediction).")
-    fee: float | None = option(None, min=0.0, help="Dollars paid a participant (a --mix plan's people).")
+                   "random-parameter agent), llm (--llm continuing each person's short session) or a CSV/Parquet of "
+                   "predictions (columns subject, prediction).")
+    fee: float = option(10.0, min=0.0, help="Dollars paid a participant (a --mix plan's people; a nominal $10 "
+                                           "unless given).")
     predictor_cost: float | None = option(
         None, min=0.0, help="Dollars a predicted unit costs (default: --fee x --short-share for the model predictor, "
                             "0.01 otherwise).")
     short_share: float = option(0.5, min=0.0, max=1.0,
                                 help="Share of a person's trials the model predictor sees (a short session).")
+    llm_trials: int | None = option(
+        None, min=1, max=100_000, cost=Cost("LLM calls per person and stated option", note="each a scored call"),
+        help="Trials after each person's short session the llm predictor answers (default: the rest of the session).")
+    llm_base_url: str | None = option(None, record=redact_url,
+                                      help="OpenAI-compatible endpoint the llm predictor's --llm is served at.")
+    llm_max_calls: int | None = option(None, min=0, max=10**9,
+                                       cost=Cost("calls", note="a cap, counted before any call"),
+                                       help="Refuse an llm predictor needing more calls.")
 
 
 @dataclass(frozen=True)

@@ -328,20 +328,6 @@ class GroundTruth:
         """Equal-width bin of each configuration's p*."""
         return np.minimum((self.pstar * n_bins).astype(np.int64), n_bins - 1)
 
-    @functools.cached_property
-    def _strata(self) -> dict[int, tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]]:
-        return {}
-
-    def strata(self, n_bins: int) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]:
-        """(the non-empty bins, each one's configurations, their probabilities ∝ P*(x) within it), built
-        once per bin count."""
-        if n_bins not in self._strata:
-            bins = self.bins(n_bins)
-            filled = np.unique(bins)
-            members = [np.flatnonzero(bins == b) for b in filled]
-            self._strata[n_bins] = (filled, members, [self.px[m] / self.px[m].sum() for m in members])
-        return self._strata[n_bins]
-
 
 def _resolve(design: BeliefDesign, net: Network) -> tuple[tuple[str, str], tuple[str, ...], str | None]:
     default = NETWORK_DEFAULTS.get(net.name)
@@ -437,13 +423,16 @@ def stratified_configs(gt: GroundTruth, n: int, n_bins: int, rng: np.random.Gene
     replacement; within a bin configurations are drawn with probability ∝ P*(x) (with
     replacement, as patients of a stratum).  The order is then shuffled.
     """
-    filled, members_of, weights = gt.strata(n_bins)
-    quota = np.full(filled.size, n // filled.size)
-    quota[rng.choice(filled.size, size=n % filled.size, replace=False)] += 1
-    out = []
-    for members, w, q in zip(members_of, weights, quota, strict=True):
-        out.append(members[rng.choice(members.size, size=q, p=w)])
-    chosen = np.concatenate(out)
+    strata = gt.__dict__.setdefault("_strata", {})  # per bin count: the bins, their members, P*(x) within
+    if n_bins not in strata:
+        bins = gt.bins(n_bins)
+        members = [np.flatnonzero(bins == b) for b in np.unique(bins)]
+        strata[n_bins] = (members, [gt.px[m] / gt.px[m].sum() for m in members])
+    members_of, weights = strata[n_bins]
+    quota = np.full(len(members_of), n // len(members_of))
+    quota[rng.choice(len(members_of), size=n % len(members_of), replace=False)] += 1
+    chosen = np.concatenate([m[rng.choice(m.size, size=q, p=w)] for m, w, q in zip(members_of, weights, quota,
+                                                                                     strict=True)])
     return chosen[rng.permutation(chosen.size)]
 
 
@@ -797,13 +786,10 @@ def _aux_columns(gt: GroundTruth, a: Mapping[str, np.ndarray], outcomes: Outcome
 
 
 def distribution_json(states: tuple[str, ...], probs: np.ndarray) -> np.ndarray:
-    """``json.dumps(dict(zip(states, row)))`` of every row of ``probs``: the finite rows' numbers written
-    by one ``repr`` of their list (JSON writes a finite float as its ``repr``) and joined to the state
-    names column by column, the same text without a format call per row."""
-    finite = np.isfinite(probs).all(axis=1)
-    out = np.empty(len(probs), dtype=object)
-    rows = probs[finite]
-    if rows.size:
+    """``json.dumps(dict(zip(states, row)))`` of every row of ``probs`` (finite rows: one ``repr`` of their
+    list, JSON's text of a finite float, joined to the state names column by column)."""
+    finite, out = np.isfinite(probs).all(axis=1), np.empty(len(probs), dtype=object)
+    if (rows := probs[finite]).size:
         values = np.array(repr(rows.ravel().tolist())[1:-1].split(", "), dtype=object).reshape(rows.shape)
         text = np.full(len(rows), "{", dtype=object)
         for j, state in enumerate(states):

@@ -423,16 +423,16 @@ def stratified_configs(gt: GroundTruth, n: int, n_bins: int, rng: np.random.Gene
     replacement; within a bin configurations are drawn with probability ∝ P*(x) (with
     replacement, as patients of a stratum).  The order is then shuffled.
     """
-    bins = gt.bins(n_bins)
-    filled = np.unique(bins)
-    quota = np.full(filled.size, n // filled.size)
-    quota[rng.choice(filled.size, size=n % filled.size, replace=False)] += 1
-    out = []
-    for b, q in zip(filled, quota, strict=True):
-        members = np.flatnonzero(bins == b)
-        w = gt.px[members] / gt.px[members].sum()
-        out.append(members[rng.choice(members.size, size=q, p=w)])
-    chosen = np.concatenate(out)
+    strata = gt.__dict__.setdefault("_strata", {})  # per bin count: the bins, their members, P*(x) within
+    if n_bins not in strata:
+        bins = gt.bins(n_bins)
+        members = [np.flatnonzero(bins == b) for b in np.unique(bins)]
+        strata[n_bins] = (members, [gt.px[m] / gt.px[m].sum() for m in members])
+    members_of, weights = strata[n_bins]
+    quota = np.full(len(members_of), n // len(members_of))
+    quota[rng.choice(len(members_of), size=n % len(members_of), replace=False)] += 1
+    chosen = np.concatenate([m[rng.choice(m.size, size=q, p=w)] for m, w, q in zip(members_of, weights, quota,
+                                                                                     strict=True)])
     return chosen[rng.permutation(chosen.size)]
 
 
@@ -786,12 +786,15 @@ def _aux_columns(gt: GroundTruth, a: Mapping[str, np.ndarray], outcomes: Outcome
 
 
 def distribution_json(states: tuple[str, ...], probs: np.ndarray) -> np.ndarray:
-    """``json.dumps(dict(zip(states, row)))`` of every row of ``probs`` (finite rows through one
-    format template, the same text: JSON writes a finite float as its ``repr``)."""
-    template = "{" + ", ".join(json.dumps(s).replace("%", "%%") + ": %r" for s in states) + "}"
-    finite = np.isfinite(probs).all(axis=1)
-    out = np.empty(len(probs), dtype=object)
-    out[finite] = [template % tuple(row) for row in probs[finite].tolist()]
+    """``json.dumps(dict(zip(states, row)))`` of every row of ``probs`` (finite rows: one ``repr`` of their
+    list, JSON's text of a finite float, joined to the state names column by column)."""
+    finite, out = np.isfinite(probs).all(axis=1), np.empty(len(probs), dtype=object)
+    if (rows := probs[finite]).size:
+        values = np.array(repr(rows.ravel().tolist())[1:-1].split(", "), dtype=object).reshape(rows.shape)
+        text = np.full(len(rows), "{", dtype=object)
+        for j, state in enumerate(states):
+            text = text + f"{', ' if j else ''}{json.dumps(state)}: " + values[:, j]
+        out[finite] = text + "}"
     for i in np.flatnonzero(~finite):
         out[i] = json.dumps(dict(zip(states, map(float, probs[i]), strict=True)))
     return out

@@ -119,6 +119,7 @@ from cogtestbed.inference.belief_table import (
     check_options,
     group_ids,
     null_result,
+    paired_arrays,
     paired_rows,
     test_result,
 )
@@ -238,9 +239,9 @@ def unit_statistic(name: str) -> Callable[..., dict[int, float]]:
     T1a reads the table's paired rows once (:func:`_t1_cmi_by_subject`)."""
     def run(table: pd.DataFrame, **options: Any) -> dict[int, float]:
         check_options(**options)
-        table = canonical_table(table)[0]
         if name == "t1_cmi":
             return _t1_cmi_by_subject(table, **options)
+        table = canonical_table(table)[0]
         out = {}
         for subject, part in table.groupby("subject", sort=True):
             value = _run_test(name, part, **{**options, **_ESTIMATE_ONLY}).get("estimate")
@@ -254,14 +255,20 @@ def unit_statistic(name: str) -> Callable[..., dict[int, float]]:
 def _t1_cmi_by_subject(table: pd.DataFrame, k: int = CMI_K, seed: int = 0, renormalise: str = "no",
                        average_reps: str = "no", **_: Any) -> dict[int, float]:
     """T1a's estimate (:func:`t1_cmi_arrays`, the same jitter draw as :func:`t1_cmi` on the subject's
-    table alone) of every subject, the paired rows built once; NaN for a subject with fewer than k + 1 pairs."""
-    rows = paired_rows(table, renormalise == "yes", average_reps == "yes")
-    out = {int(s): float("nan") for s in pd.unique(table["subject"])}
-    for subject, part in rows.groupby("subject", sort=True):
-        if len(part) > k:
-            out[int(subject)] = float(t1_cmi_arrays(part["a"].to_numpy(), part["p"].to_numpy(),
-                                                    part["theta"].to_numpy(), part["group"].to_numpy(), k=k,
-                                                    n_boot=0, n_perm=0, seed=seed)["estimate"])
+    table alone) of every subject, the paired rows built once (:func:`paired_arrays`, else
+    :func:`canonical_table` and :func:`paired_rows`); NaN for a subject with fewer than k + 1 pairs."""
+    rows = paired_arrays(table, renormalise == "yes") if average_reps != "yes" else None
+    if rows is None:
+        frame = paired_rows(canonical_table(table)[0], renormalise == "yes", average_reps == "yes")
+        rows = {c: frame[c].to_numpy() for c in ("subject", "a", "p", "theta", "group")}
+    out = {int(s): float("nan") for s in sorted(pd.unique(table["subject"]))}
+    subject = np.asarray(rows["subject"], dtype=np.int64)
+    cuts = np.flatnonzero(np.r_[True, subject[1:] != subject[:-1], True])
+    for lo, hi in zip(cuts[:-1], cuts[1:], strict=False):
+        if hi - lo > k:
+            part = {c: np.asarray(v[lo:hi]) for c, v in rows.items()}
+            out[int(subject[lo])] = float(t1_cmi_arrays(part["a"], part["p"], part["theta"], part["group"], k=k,
+                                                        n_boot=0, n_perm=0, seed=seed)["estimate"])
     return out
 
 

@@ -209,3 +209,71 @@ def test_result(estimate: float, p_value: float | None, level: float, interval: 
 def _f(x: Any) -> float | None:
     x = float(x)
     return None if math.isnan(x) else x
+
+
+#: Columns :func:`paired_arrays` reads as integers (a table whose key columns are not integer-typed is
+#: read by :func:`canonical_table` and :func:`paired_rows` instead).
+_INT_KEYS = ("subject", "context_id", "rep", "theta")
+
+
+def paired_arrays(table: pd.DataFrame, renormalise: bool = False) -> dict[str, np.ndarray] | None:
+    """:func:`paired_rows` of :func:`canonical_table`'s table as arrays (``subject``, ``a``, ``p``, ``theta``,
+    ``group``; the same rows in the same order, the same values), read from the π0 belief and decision rows
+    alone with array operations: a simulated study's table (about 8 rows a trial) is neither sorted nor
+    merged whole.  The rows it reads are checked as :func:`canonical_table` checks them (a repeated key, a
+    belief without a finite ``p_true``, a decision outside No / Yes / Defer: :class:`BeliefTableError`);
+    ``None`` where the table's keys or θ are not integer columns (read it the general way)."""
+    if not all(c in table.columns and pd.api.types.is_integer_dtype(table[c].dtype) for c in _INT_KEYS):
+        return None
+    col = "p_renormalised" if renormalise else "p_elicited"
+    phase = table["phase"]
+    valid = table["valid"].fillna(False).to_numpy(dtype=bool)
+    belief = np.flatnonzero(((phase == "belief") & (table["variant"] == "pi0")).fillna(False).to_numpy(dtype=bool))
+    decision = np.flatnonzero((phase == "decision").fillna(False).to_numpy(dtype=bool))
+    keys = np.stack([table[c].to_numpy(dtype=np.int64) for c in ("subject", "context_id", "rep")], axis=1)
+    if keys.size and keys.min() < 0:
+        return None
+    span = keys.max(axis=0) + 1 if keys.size else np.ones(3, dtype=np.int64)
+    code = (keys[:, 0] * span[1] + keys[:, 1]) * span[2] + keys[:, 2]
+    p_true = pd.to_numeric(table["p_true"], errors="coerce").to_numpy(dtype=np.float64)
+    _check_read_rows(table, code, belief, decision, valid, p_true)
+    p = pd.to_numeric(table[col], errors="coerce").to_numpy(dtype=np.float64)
+    dec = table["decision"].iloc[decision]
+    a = dec.map(DECISION_CODES).astype("Float64").fillna(np.nan).to_numpy(dtype=np.float64)
+    bel = belief[valid[belief] & np.isfinite(p[belief])]
+    dcs = decision[valid[decision] & np.isfinite(a)]
+    a_of = np.full(len(table), np.nan)
+    a_of[decision] = a
+    _, ib, idc = np.intersect1d(code[bel], code[dcs], assume_unique=True, return_indices=True)
+    rb, rd = bel[ib], dcs[idc]
+    sub, ctx = keys[rb, 0], keys[rb, 1]
+    pair = sub * span[1] + ctx
+    group = np.cumsum(np.r_[False, pair[1:] != pair[:-1]]) if pair.size else np.zeros(0, dtype=np.int64)
+    return {"subject": sub, "a": a_of[rd].astype(np.int64), "p": p[rb],
+            "theta": table["theta"].to_numpy(dtype=np.int64)[rb], "group": group.astype(np.int64)}
+
+
+def _check_read_rows(table: pd.DataFrame, code: np.ndarray, belief: np.ndarray, decision: np.ndarray,
+                     valid: np.ndarray, p_true: np.ndarray) -> None:
+    """:func:`canonical_table`'s refusals, on the π0 belief and decision rows :func:`paired_arrays` reads."""
+    for rows, what in ((belief, "π0 belief"), (decision, "decision")):
+        uniq, first, counts = np.unique(code[rows], return_index=True, return_counts=True)
+        if uniq.size < rows.size:
+            i = int(rows[first[np.flatnonzero(counts > 1)[0]]])
+            raise BeliefTableError(f"belief-coherence table: {int(rows.size - uniq.size)} {what} rows repeat a "
+                                   f"call's key (subject, context_id, rep), e.g. row {i} (subject "
+                                   f"{table['subject'].iloc[i]}, context_id {table['context_id'].iloc[i]}, rep "
+                                   f"{table['rep'].iloc[i]}): one row per call is expected")
+    bad = belief[~np.isfinite(p_true[belief])]
+    if bad.size:
+        i = int(bad[0])
+        raise BeliefTableError(f"belief-coherence table: {bad.size} belief rows have no finite p_true (the ground "
+                               f"truth), e.g. row {i} (subject {table['subject'].iloc[i]}, context_id "
+                               f"{table['context_id'].iloc[i]}): p_true = {table['p_true'].iloc[i]}")
+    dec = table["decision"].iloc[decision]
+    unknown = decision[valid[decision] & dec.notna().to_numpy() & ~dec.isin(list(DECISION_CODES)).fillna(False)
+                       .to_numpy(dtype=bool)]
+    if unknown.size:
+        i = int(unknown[0])
+        raise BeliefTableError(f"belief-coherence table: row {i} has decision {table['decision'].iloc[i]!r}; "
+                               f"expected one of {', '.join(DECISION_CODES)}")

@@ -44,7 +44,9 @@ from cogtestbed.validation.design.monitor_pools import (
     draw_pools,
     hypothesis_pool,
     metric_pool,
+    monitor_streams,
     null_studies,
+    pool_seeds,
     rate_and_se,
     studies,
     subject_pool,
@@ -89,7 +91,8 @@ def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: 
             "null_rejection_any": anytime, "null_rejection_any_se": any_se,
             "null_upper_any": upper_bound(anytime, any_se, nul.shape[0]),
             "expected_effect": e_n, "expected_effect_se": e_se, "expected_null": n_n, "expected_null_se": n_se,
-            "effect_studies": int(eff.shape[0]), "null_studies": int(nul.shape[0])}
+            "effect_studies": int(eff.shape[0]), "null_studies": int(nul.shape[0]),
+            "paths": {"rejected": (t_eff > 0) & (t_eff <= cap), "stop": stop_eff}}
 
 
 def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: int, seed: int,
@@ -110,8 +113,8 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
         say(f"monitor: {2 * (pool_n + choose_size(pool_n)) * groups} simulated {'runs' if metric else 'subjects'} "
             f"at the fixed design's trials (choosing and measuring pools), {sims} studies per hypothesis looked at "
             f"after every unit up to {length}")
-    choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, "choose")
-    measure = draw_pools(spec, trials, runs, pool_n, seed, "measure")
+    choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, CHOOSE_ROLE)
+    measure = draw_pools(spec, trials, runs, pool_n, seed, REPORT_ROLE)
     out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential)
     per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
     out.update({"trials": trials, "runs": runs, "dollars_per_unit": per_unit,
@@ -151,12 +154,13 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     picked = operate(c_eff, np.zeros(sims, int), c_nul, np.zeros(sims, int), lo, hi, spec.level, power, *rule)
     ops = {**operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, *rule, cap=picked["cap"]),
            "reached": picked["reached"]}
+    paths = ops.pop("paths")
     both = np.concatenate([choose.effect, choose.null, measure.effect, measure.null])
     finite = both[np.isfinite(both)]
     outside = int(((finite < lo - 1e-9) | (finite > hi + 1e-9)).sum())
     bounded = math.isfinite(lo)
     dirn = direction(spec)
-    fixed_test = get_experiment(spec.experiment).metrics.comparability(spec.metric).test if metric else "t-test"
+    fixed_test = _fixed_test(spec, metric)
     out = {"method": test["method"], "statistic": label, "unit": unit, "fixed_test": fixed_test,
            "bounds": [lo, hi] if bounded else None, "null": 0.0, **test, "level": spec.level, "target_power": power,
            "property": test["property"] + (f"; {outside} of {finite.size} simulated estimates outside "
@@ -165,8 +169,10 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
            "missing": float(np.mean(~np.isfinite(both))), **ops, "fixed_subjects": n_fix,
            "pools": {p.role: {"seeds": list(p.seeds), "units": int(p.effect.size)} for p in (choose, measure)},
            "fixed_measured": fixed_measured(eff, nul, eff_which, nul_which, min(n_fix, length), spec.level, dirn),
-           "saving": 1.0 - ops["expected_effect"] / n_fix, "saving_se": ops["expected_effect_se"] / n_fix,
-           "saving_null": 1.0 - ops["expected_null"] / n_fix, "saving_null_se": ops["expected_null_se"] / n_fix}
+           "saving_fixed_plan": 1.0 - ops["expected_effect"] / n_fix,
+           "saving_fixed_plan_se": ops["expected_effect_se"] / n_fix}
+    out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed))
+    out["protocol"] = _report(seed, measure, out)
     if group_sequential and n_fix >= 2 * GS_LOOKS:
         out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
                                             dirn)
@@ -174,6 +180,72 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
         if design:
             design["offered"] = bool(design["null_upper"] <= spec.level)
     return out
+
+
+#: The pools that choose the rule and those every printed figure is measured on
+#: (:func:`~cogtestbed.validation.design.monitor_pools.pool_seeds`).
+CHOOSE_ROLE, REPORT_ROLE = "choose", "measure"
+#: The monitor's printed figures (each reported through the evaluation protocol).
+REPORTED = ("power", "null_rejection", "null_rejection_any", "expected_effect", "expected_null", "saving",
+            "saving_null")
+
+
+def _fixed_test(spec: Any, metric: bool) -> str:
+    """The test a researcher runs on the fixed design: the metric's declared comparison, the parameter's
+    two-group test (Welch, or rank where declared), the one-sample t-test for one LLM."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import two_group_test
+
+    exp = get_experiment(spec.experiment)
+    if metric:
+        return str(exp.metrics.comparability(spec.metric).test)
+    return two_group_test(exp.model(spec.models[0]), spec.effect) if spec.groups == 2 else "t-test"
+
+
+def _equal_power(measure: Pools, paths: Mapping[str, np.ndarray], which: np.ndarray, ops: Mapping[str, Any],
+                 length: int, test: str, level: float, dirn: float, seed: int) -> dict[str, Any]:
+    """The saving against the fixed test sized for the monitor's own power on the reporting pools
+    (:func:`~cogtestbed.validation.design.equal_power.equal_power_saving`), under the effect and the null."""
+    from cogtestbed.validation.design.equal_power import equal_power_saving, power_curve
+
+    if measure.effect_parts is None or measure.effect_parts.size == 0:
+        return {}
+    sizes = np.arange(2, length + 1)
+    rng = monitor_streams(seed).generator("reporting", 95)
+    hits, hit_which = power_curve(measure.effect_parts, BATCHES, sizes, test, level, dirn, rng)
+    eq = equal_power_saving(paths["rejected"], paths["stop"], which, hits, hit_which, sizes)
+    n_star = eq["fixed_size"]
+    null_saving = 1.0 - ops["expected_null"] / n_star if n_star > 0 else math.nan
+    rel = eq["fixed_size_se"] / n_star if n_star > 0 else math.nan
+    null_se = math.hypot(ops["expected_null_se"] / n_star, (1 - null_saving) * rel) if n_star > 0 else math.nan
+    return {"equal_power": {**eq, "test": test}, "saving": eq["saving"], "saving_se": eq["saving_se"],
+            "saving_interval": eq["interval"], "saving_null": null_saving, "saving_null_se": null_se}
+
+
+def _report(seed: int, measure: Pools, out: Mapping[str, Any]) -> dict[str, Any]:
+    """Every printed figure through the evaluation protocol's reporting stream (refused where the measuring
+    pools are not the reporting stream's): the streams' seeds and the figures reported."""
+    streams = monitor_streams(seed)
+    chosen = streams.choosing(2) + streams.choosing(2, pilot=True)
+    streams.reporting(2)
+    for name in REPORTED:
+        if name in out:
+            streams.report(name, out[name], out.get(name + "_se", math.nan), measure.seeds)
+    return {"choosing": list(chosen), "reporting": list(measure.seeds),
+            "reported": [r.name for r in streams.reported]}
+
+
+def monitor_protocol(seed: int) -> Any:
+    """The monitor kind's evaluation protocol (:attr:`~cogtestbed.validation.design.kinds.PlanKind.protocol`):
+    the pools it draws for :data:`CHOOSE_ROLE` and :data:`REPORT_ROLE`, and its figures reported from the
+    latter's seeds."""
+    streams = monitor_streams(seed)
+    pool_seeds(seed, CHOOSE_ROLE, streams)
+    pool_seeds(seed, "pilot", streams)
+    reported = pool_seeds(seed, REPORT_ROLE, streams)
+    for name in REPORTED:
+        streams.report(name, 0.0, 0.0, reported)
+    return streams
 
 
 def _model_statistic(spec: Any) -> tuple[float, float, str]:
@@ -342,7 +414,7 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}" + _offered(mon['null_upper'], level))
     rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g} or at the cap {mon['cap']} "
                 f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
-    rows.append("  expected saving against the fixed design: " + _saving(mon, "effect") + "; " + _saving(mon, "null"))
+    rows += _equal_power_lines(mon, units)
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
                 f"studies); mean of the null pool {mon['pool_mean_null']:+.4f}")
@@ -397,6 +469,19 @@ def _measured_lines(mon: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _equal_power_lines(mon: Mapping[str, Any], units: str) -> list[str]:
+    """The comparator at equal power (the fixed test sized for the monitor's own fresh power), both powers,
+    and the expected savings with their joint intervals."""
+    eq = mon.get("equal_power")
+    if not isinstance(eq, Mapping) or not math.isfinite(eq.get("fixed_size", math.nan)):
+        return ["  expected saving: the fixed test does not reach the monitor's power within the simulated sizes"]
+    whole = eq.get("fixed_size_whole")
+    return [f"  at equal power: the fixed {eq['test']} needs {eq['fixed_size']:.1f}±{eq['fixed_size_se']:.1f} "
+            f"{units} for the monitor's power {eq['sequential_power']:.3f}±{eq['sequential_power_se']:.3f} (its power "
+            f"at {whole}: {eq['fixed_power']:.3f}±{eq['fixed_power_se']:.3f}; both on the fresh pools)",
+            "  expected saving against it: " + _saving(mon, "effect") + "; " + _saving(mon, "null")]
+
+
 def _saving(mon: Mapping[str, Any], under: str) -> str:
     """The expected saving under the effect or the null, in % of the fixed design, with its 95 % MC interval
     (negative: the monitor is dearer)."""
@@ -404,7 +489,9 @@ def _saving(mon: Mapping[str, Any], under: str) -> str:
     if key not in mon:
         return f"under the {under} -"
     x, se = 100 * mon[key], 100 * mon[key + "_se"]
-    return f"under the {under} {x:+.1f}% (95% interval {x - 1.96 * se:+.1f}% to {x + 1.96 * se:+.1f}%)"
+    lo, hi = (x - 1.96 * se, x + 1.96 * se)
+    joint = " joint" if under == "effect" else ""
+    return f"under the {under} {x:+.1f}% (95%{joint} interval {lo:+.1f}% to {hi:+.1f}%)"
 
 
 def _sequential_row(seq: Any, level: float) -> list[str]:
@@ -438,6 +525,7 @@ def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
 
 
 __all__ = ["BATCHES", "MAX_FACTOR", "POOL_FACTOR", "check_monitor", "choose_test", "design_table",
-           "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_section", "operate",
+           "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_protocol",
+           "monitor_section", "operate",
            "rate_and_se", "run_monitor", "statistic_bounds", "studies", "subject_pool", "unit_array", "upper_bound",
            "write_monitor"]

@@ -213,7 +213,7 @@ def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monke
     m_eff, m_nul = (_tagged_pool(spec, 96, 1, 720, s, e) for s, e in zip(measure_seeds, (True, False), strict=True))
     np.testing.assert_array_equal(seen["choose"][0], c_eff)
     np.testing.assert_array_equal(seen["choose"][1], c_nul)
-    (pick_eff, pick_nul, no_cap), (eff, nul, cap) = seen["operate"]
+    (pick_eff, pick_nul, no_cap), (eff, nul, cap) = seen["operate"][0], seen["operate"][-1]
     assert no_cap is None and cap == mon["cap"]  # the cap is chosen on the choosing studies, then measured
     assert set(pick_eff.ravel()) <= set(c_eff) and set(pick_nul.ravel()) <= set(c_nul)
     assert set(eff.ravel()) <= set(m_eff) and set(nul.ravel()) <= set(m_nul)

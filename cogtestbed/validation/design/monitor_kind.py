@@ -60,29 +60,26 @@ MAX_FACTOR = 3.0
 
 def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: np.ndarray, lo: float, hi: float,
             level: float, power: float, planned: float | None = None, halfwidth: float = 0.0,
-            scale: float | None = None, cap: int | None = None) -> dict[str, Any]:
+            scale: float | None = None, cap: int | None = None, futility: float | None = None) -> dict[str, Any]:
     """The monitor's operating characteristics on simulated studies (rows; every subject a look): the cap
     (given, else the smallest size with power ≥ ``power`` under the effect, else the largest simulated), power,
     the null's rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected
     sizes.  The test: the mean's (null 0 ± ``halfwidth``) on ``[lo, hi]``, or with ``scale`` symmetry about 0
-    (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet."""
-    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
-
-    def crossing(x: np.ndarray) -> np.ndarray:
-        y, m, width = tested_scale(x, lo, hi, halfwidth, scale)
-        return first_crossing(log_capital(y, m, planned=planned, halfwidth=width), level)
-
-    t_eff, t_nul = crossing(eff), crossing(nul)
+    (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet.  ``futility``: an
+    e-value at or below which the monitor stops without rejecting (Wald's lower boundary; stopping early
+    only removes rejections, so the type-I guarantee stands; the any-look null rate ignores it)."""
+    t_eff, f_eff = _crossings(eff, lo, hi, level, planned, halfwidth, scale, futility)
+    t_nul, f_nul = _crossings(nul, lo, hi, level, planned, halfwidth, scale, futility)
+    r_eff, r_nul = _rejecting(t_eff, f_eff), _rejecting(t_nul, f_nul)
     length = eff.shape[1]
-    by_size = np.array([((t_eff > 0) & (t_eff <= n)).mean() for n in range(1, length + 1)])
+    by_size = np.array([((r_eff > 0) & (r_eff <= n)).mean() for n in range(1, length + 1)])
     reached = np.flatnonzero(by_size >= power)
     if cap is None:
         cap = int(reached[0] + 1) if reached.size else length
     cap = min(int(cap), length)
-    stop_eff = np.where((t_eff > 0) & (t_eff <= cap), t_eff, cap)
-    stop_nul = np.where((t_nul > 0) & (t_nul <= cap), t_nul, cap)
-    pw, pw_se = rate_and_se((t_eff > 0) & (t_eff <= cap), eff_which)
-    rej, rej_se = rate_and_se((t_nul > 0) & (t_nul <= cap), nul_which)
+    stop_eff, stop_nul = _stops(r_eff, f_eff, cap), _stops(r_nul, f_nul, cap)
+    pw, pw_se = rate_and_se((r_eff > 0) & (r_eff <= cap), eff_which)
+    rej, rej_se = rate_and_se((r_nul > 0) & (r_nul <= cap), nul_which)
     anytime, any_se = rate_and_se(t_nul > 0, nul_which)
     e_n, e_se = rate_and_se(stop_eff, eff_which)
     n_n, n_se = rate_and_se(stop_nul, nul_which)
@@ -92,7 +89,48 @@ def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: 
             "null_upper_any": upper_bound(anytime, any_se, nul.shape[0]),
             "expected_effect": e_n, "expected_effect_se": e_se, "expected_null": n_n, "expected_null_se": n_se,
             "effect_studies": int(eff.shape[0]), "null_studies": int(nul.shape[0]),
-            "paths": {"rejected": (t_eff > 0) & (t_eff <= cap), "stop": stop_eff}}
+            "paths": {"rejected": (r_eff > 0) & (r_eff <= cap), "stop": stop_eff}}
+
+
+def _crossings(x: np.ndarray, lo: float, hi: float, level: float, planned: float | None, halfwidth: float,
+               scale: float | None, futility: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per study (row) the 1-based look at which ``K_t ≥ 1/level`` first, and at which ``K_t ≤ futility``
+    first (0: never)."""
+    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
+
+    y, m, width = tested_scale(x, lo, hi, halfwidth, scale)
+    log_k = log_capital(y, m, planned=planned, halfwidth=width)
+    if futility is None:
+        return first_crossing(log_k, level), np.zeros(x.shape[0], int)
+    low = log_k <= math.log(futility)
+    return first_crossing(log_k, level), np.where(low.any(axis=-1), low.argmax(axis=-1) + 1, 0)
+
+
+def _rejecting(t: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """The look at which a study rejects: its efficacy crossing where no futility stop came first (0: none)."""
+    return np.where((t > 0) & ((f == 0) | (t < f)), t, 0)
+
+
+def _stops(r: np.ndarray, f: np.ndarray, cap: int) -> np.ndarray:
+    """Where each study stops: at its rejection, its futility stop or the cap, whichever comes first."""
+    first = np.where(r > 0, r, np.where(f > 0, f, cap))
+    return np.minimum(first, cap)
+
+
+#: Futility e-values the plan chooses from on its choosing pools (None: stop at the cap only).
+FUTILITY_CANDIDATES: tuple[float | None, ...] = (None, 0.05, 0.1, 0.2, 0.3, 0.5)
+
+
+def choose_futility(c_eff: np.ndarray, c_nul: np.ndarray, lo: float, hi: float, level: float, power: float,
+                    rule: tuple[Any, ...]) -> tuple[float | None, dict[str, Any]]:
+    """The futility boundary (:data:`FUTILITY_CANDIDATES`) and cap with the smallest expected size under the
+    effect among those reaching ``power`` on the choosing studies (``c_eff``, ``c_nul``; none reaching it:
+    no boundary)."""
+    zeros = np.zeros(c_eff.shape[0], int)
+    tried = [(fut, operate(c_eff, zeros, c_nul, np.zeros(c_nul.shape[0], int), lo, hi, level, power, *rule,
+                           futility=fut)) for fut in FUTILITY_CANDIDATES]
+    reached = [t for t in tried if t[1]["reached"]]
+    return min(reached, key=lambda t: t[1]["expected_effect"]) if reached else tried[0]
 
 
 def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: int, seed: int,
@@ -151,9 +189,9 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     nul, nul_which = null_studies(measure.null, sims, length, rng, mirror=groups == 2)
     test = choose_test(choose.effect, choose.null, lo, hi, groups)
     rule = (test["planned_bet"], test["halfwidth"], test["symmetry_scale"])
-    picked = operate(c_eff, np.zeros(sims, int), c_nul, np.zeros(sims, int), lo, hi, spec.level, power, *rule)
-    ops = {**operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, *rule, cap=picked["cap"]),
-           "reached": picked["reached"]}
+    futility, picked = choose_futility(c_eff, c_nul, lo, hi, spec.level, power, rule)
+    ops = {**operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, *rule, cap=picked["cap"],
+                     futility=futility), "reached": picked["reached"], "futility": futility}
     paths = ops.pop("paths")
     both = np.concatenate([choose.effect, choose.null, measure.effect, measure.null])
     finite = both[np.isfinite(both)]
@@ -365,7 +403,7 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
     per = None if calls is None else math.ceil(int(calls) / max(int(run["subjects"]), 1))
     rule = {"bounds": None if mon.get("bounds") is None else list(mon["bounds"]), "level": mon["level"], "cap": cap,
             "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0),
-            "symmetry_scale": mon.get("symmetry_scale"), "outside": "stop"}
+            "symmetry_scale": mon.get("symmetry_scale"), "outside": "stop", "futility": mon.get("futility")}
     if getattr(spec, "metric", None) is not None:  # a metric difference: the units are pairs of sessions
         design = {"experiment": spec.experiment, "metric": spec.metric,
                   "metric_options": dict(spec.metric_options or {}), "pairs": True, **rule}
@@ -412,7 +450,10 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 f"{mon['expected_null']:>12.1f} {mon['cap']:>5} {_money(mon['dollars_effect']):>10} "
                 f"{_money(mon['dollars_null']):>10} {mon['power']:>7.3f}±{mon['power_se']:.3f} "
                 f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}" + _offered(mon['null_upper'], level))
-    rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g} or at the cap {mon['cap']} "
+    fut = mon.get("futility")
+    rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g}"
+                + (f", at K_t <= {fut:g} (futility, chosen on the choosing pools)" if fut else "")
+                + f" or at the cap {mon['cap']} "
                 f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
     rows += _equal_power_lines(mon, units)
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "

@@ -119,15 +119,18 @@ def _stops(r: np.ndarray, f: np.ndarray, cap: int) -> np.ndarray:
 
 #: Futility e-values the plan chooses from on its choosing pools (None: stop at the cap only).
 FUTILITY_CANDIDATES: tuple[float | None, ...] = (None, 0.05, 0.1, 0.2, 0.3, 0.5)
+#: The choosing pools' power must clear the target by this much: the rule with the smallest expected size of
+#: several is the one whose power the choosing pools read highest (a futility boundary's power levels off).
+POWER_MARGIN = 0.03
 
 
 def choose_futility(c_eff: np.ndarray, c_nul: np.ndarray, lo: float, hi: float, level: float, power: float,
                     rule: tuple[Any, ...]) -> tuple[float | None, dict[str, Any]]:
     """The futility boundary (:data:`FUTILITY_CANDIDATES`) and cap with the smallest expected size under the
-    effect among those reaching ``power`` on the choosing studies (``c_eff``, ``c_nul``; none reaching it:
-    no boundary)."""
-    zeros = np.zeros(c_eff.shape[0], int)
-    tried = [(fut, operate(c_eff, zeros, c_nul, np.zeros(c_nul.shape[0], int), lo, hi, level, power, *rule,
+    effect among those reaching ``power`` + :data:`POWER_MARGIN` on the choosing studies (``c_eff``, ``c_nul``;
+    none reaching it: no boundary)."""
+    zeros, need = np.zeros(c_eff.shape[0], int), min(power + POWER_MARGIN, 0.99)
+    tried = [(fut, operate(c_eff, zeros, c_nul, np.zeros(c_nul.shape[0], int), lo, hi, level, need, *rule,
                            futility=fut)) for fut in FUTILITY_CANDIDATES]
     reached = [t for t in tried if t[1]["reached"]]
     return min(reached, key=lambda t: t[1]["expected_effect"]) if reached else tried[0]
@@ -167,7 +170,6 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     """The monitor (and the group-sequential design) at ``n_fix`` units of the fixed design: the test and its
     cap chosen on ``choose``'s studies, every operating characteristic measured on ``measure``'s (pools of
     disjoint seed streams: refused otherwise)."""
-    from cogtestbed.registry import get_experiment
     from cogtestbed.validation.design.monitor_gs import fixed_measured
     from cogtestbed.validation.design.monitor_gs import group_sequential as gs_design
     from cogtestbed.validation.design.seqplan import direction

@@ -108,3 +108,24 @@ def test_a_fixed_design_against_itself_saves_nothing_at_equal_power(groups: int)
     assert abs(eq["fixed_power"] - eq["sequential_power"]) < 3 * np.hypot(eq["fixed_power_se"], 0.02)
     assert abs(eq["fixed_size"] - n) < 1.5 and eq["interval"][0] < 0 < eq["interval"][1]
     assert abs(eq["saving"]) < 0.1 and eq["saving_se"] > 0
+
+
+@pytest.mark.slow
+def test_the_two_llm_discounting_monitor_saves_at_equal_power() -> None:
+    """The temporal-discounting score between two LLMs: the monitor against Welch's test sized for the monitor's
+    own power on the fresh pools (the table of benchmarks/studies/monitor.py, one row, other seeds)."""
+    import warnings
+
+    import cogtestbed as ct
+    from cogtestbed.validation.design.monitor_questions import declared_questions, validate_question
+
+    q = next(q for q in declared_questions(ct.get_experiment("temporal-discounting"), (2,)) if q.spec is not None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = validate_question(q.spec, sims=1000, seed=1)
+    eq = row["equal_power"]
+    assert eq["test"] == "welch" and eq["sequential_power"] == row["power"]
+    # the comparator's power equals the monitor's within MC error; the saving's joint interval is above 20 %
+    assert abs(eq["fixed_power"] - row["power"]) < 3 * np.hypot(eq["fixed_power_se"], row["power_se"]) + 0.03
+    assert row["saving"] > 0.25 and row["saving_interval"][0] > 0.2
+    assert row["null_upper"] <= 0.05 and set(row["protocol"]["reported"]) >= {"power", "saving", "expected_effect"}

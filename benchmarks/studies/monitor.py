@@ -98,7 +98,7 @@ def rows(r: Mapping[str, Any]) -> list[str]:
         out.append(f"  at equal power: the fixed {eq['test']} needs {eq['fixed_size']:.1f}±{eq['fixed_size_se']:.1f} "
                    f"for the monitor's power {_pm(eq['sequential_power'], eq['sequential_power_se'])} (its power at "
                    f"{eq['fixed_size_whole']}: {_pm(eq['fixed_power'], eq['fixed_power_se'])}; fresh pools)")
-    s, lo, hi = 100 * r["saving"], *(100 * x for x in r.get("saving_interval", [math.nan, math.nan]))
+    s, lo, hi = (100 * x for x in (r["saving"], *r.get("saving_interval", [math.nan, math.nan])))
     fut = r.get("futility")
     out.append(f"  monitor: {r['test']} test{f', futility at K_t <= {fut:g}' if fut else ''}; saving against the "
                f"fixed test at equal power under the effect {s:+.1f}% (joint 95% {lo:+.1f}% to {hi:+.1f}%); null "
@@ -117,11 +117,13 @@ def brief(r: Mapping[str, Any]) -> str:
     gs = r.get("group_sequential")
     seq = f"{gs['expected_effect']:.1f}" if isinstance(gs, Mapping) else "-"
     eq = r.get("equal_power") or {}
-    n_star = f"{eq['fixed_size']:.1f}" if eq else "-"
-    pw = f"{eq['fixed_power']:.2f}/{r['power']:.2f}" if eq else "-"
-    lo, hi = (100 * x for x in r.get("saving_interval", [math.nan, math.nan]))
-    return (f"{r['question'][:62]:<62} {n_star:>6} {pw:>9} {seq:>6} {r['expected_effect']:>6.1f} "
-            f"{100 * r['saving']:>+6.1f}% [{lo:+.0f},{hi:+.0f}] {r['null_upper']:>7.4f}")
+    if not eq:  # measured before the equal-power comparator: no saving at equal power to show
+        return (f"{r['question'][:62]:<62} {'-':>6} {'-':>9} {seq:>6} {r['expected_effect']:>6.1f} {'-':>18} "
+                f"{r['null_upper']:>7.4f}")
+    lo, hi = (100 * x for x in r["saving_interval"])
+    saving = f"{100 * r['saving']:+.1f}% [{lo:+.0f},{hi:+.0f}]"
+    return (f"{r['question'][:62]:<62} {eq['fixed_size']:>6.1f} {eq['fixed_power']:>4.2f}/{r['power']:.2f} "
+            f"{seq:>6} {r['expected_effect']:>6.1f} {saving:>18} {r['null_upper']:>7.4f}")
 
 
 def table(files: list[str], short: bool = False) -> None:

@@ -125,13 +125,14 @@ POWER_MARGIN = 0.03
 
 
 def choose_futility(c_eff: np.ndarray, c_nul: np.ndarray, lo: float, hi: float, level: float, power: float,
-                    rule: tuple[Any, ...]) -> tuple[float | None, dict[str, Any]]:
+                    rule: tuple[float | None, float, float | None]) -> tuple[float | None, dict[str, Any]]:
     """The futility boundary (:data:`FUTILITY_CANDIDATES`) and cap with the smallest expected size under the
     effect among those reaching ``power`` + :data:`POWER_MARGIN` on the choosing studies (``c_eff``, ``c_nul``;
     none reaching it: no boundary)."""
     zeros, need = np.zeros(c_eff.shape[0], int), min(power + POWER_MARGIN, 0.99)
-    tried = [(fut, operate(c_eff, zeros, c_nul, np.zeros(c_nul.shape[0], int), lo, hi, level, need, *rule,
-                           futility=fut)) for fut in FUTILITY_CANDIDATES]
+    bet, width, scale = rule
+    tried = [(fut, operate(c_eff, zeros, c_nul, np.zeros(c_nul.shape[0], int), lo, hi, level, need, bet, width,
+                           scale, futility=fut)) for fut in FUTILITY_CANDIDATES]
     reached = [t for t in tried if t[1]["reached"]]
     return min(reached, key=lambda t: t[1]["expected_effect"]) if reached else tried[0]
 

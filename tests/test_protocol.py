@@ -129,3 +129,24 @@ def test_the_two_llm_discounting_monitor_saves_at_equal_power() -> None:
     assert abs(eq["fixed_power"] - row["power"]) < 3 * np.hypot(eq["fixed_power_se"], row["power_se"]) + 0.03
     assert row["saving"] > 0.25 and row["saving_interval"][0] > 0.2
     assert row["null_upper"] <= 0.05 and set(row["protocol"]["reported"]) >= {"power", "saving", "expected_effect"}
+
+
+def test_a_futility_boundary_stops_early_and_only_removes_rejections() -> None:
+    """Wald's lower boundary on the e-process: under the null the monitor stops far sooner and rejects no more
+    often than without it (stopping early only removes rejections); under the effect each study stops by the cap."""
+    from cogtestbed.validation.design.monitor_kind import choose_futility, operate
+    from cogtestbed.validation.design.monitor_pools import studies
+
+    rng = np.random.default_rng(8)
+    eff_pool, nul_pool = np.clip(rng.normal(0.3, 0.5, 4000), -1, 1), np.clip(rng.normal(0.0, 0.5, 4000), -1, 1)
+    eff, ew = studies(eff_pool, 400, 90, rng)
+    nul, nw = studies(nul_pool, 400, 90, rng)
+    rule = (1.0, 0.0, 0.4)  # the symmetry test at scale 0.4 with a planned bet
+    plain = operate(eff, ew, nul, nw, -np.inf, np.inf, 0.05, 0.8, *rule, cap=40)
+    low = operate(eff, ew, nul, nw, -np.inf, np.inf, 0.05, 0.8, *rule, cap=40, futility=0.2)
+    assert low["null_rejection"] <= plain["null_rejection"] and low["power"] <= plain["power"]
+    assert low["expected_null"] < 0.6 * plain["expected_null"] and low["expected_effect"] <= plain["expected_effect"]
+    assert low["null_rejection_any"] == plain["null_rejection_any"]  # the any-look rate ignores futility
+    assert low["paths"]["stop"].max() <= 40
+    fut, picked = choose_futility(eff, nul, -np.inf, np.inf, 0.05, 0.8, rule)
+    assert picked["reached"] and picked["power"] >= 0.83 and (fut is None or 0 < fut < 1)

@@ -116,8 +116,8 @@ def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
     lines = plan.lines()
     assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
             and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
-    assert any("expected saving against the fixed design: under the effect" in x and "95% interval" in x
-               for x in lines)
+    assert any("expected saving against it: under the effect" in x and "95% joint interval" in x for x in lines)
+    assert any(x.startswith("  at equal power: the fixed t-test needs") for x in lines)
     plan.save(tmp_path)
     assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]
 

@@ -89,12 +89,17 @@ def test_the_table_puts_the_designs_side_by_side() -> None:
            "expected_effect": 55.3, "expected_effect_se": 2.1, "expected_null": 70.0, "dollars_effect": 0.58,
            "dollars_null": 0.73, "power": 0.805, "power_se": 0.05, "null_rejection": 0.0, "null_upper": 0.0015,
            "method": "betting", "level": 0.05, "saving": -1.126, "saving_se": 0.08, "property": "in [-1, 1]",
-           "null_rejection_any": 0.001, "null_upper_any": 0.0026, "null_studies": 2000, "pool_mean_null": 0.01}
+           "null_rejection_any": 0.001, "null_upper_any": 0.0026, "null_studies": 2000, "pool_mean_null": 0.01,
+           "equal_power": {"test": "t-test", "fixed_size": 26.0, "fixed_size_se": 0.5, "fixed_size_whole": 26,
+                           "sequential_power": 0.805, "sequential_power_se": 0.05, "fixed_power": 0.81,
+                           "fixed_power_se": 0.01}}
     lines = design_table({"monitor": mon, "chosen": {"subjects": 26, "dollars": 0.27, "power": 0.82, "mc_se": 0.03}})
     assert lines[2].split()[:4] == ["fixed", "26", "26", "26"]
     assert lines[3].split()[0] == "monitor" and "70" in lines[3].split() and "0.0000≤0.0015" in lines[3]
-    assert "under the effect -112.6% (95% interval -128.3% to -96.9%)" in lines[5]
-    assert "under the null -" in lines[5]  # no null saving given: a dash, not a number
+    assert "the fixed t-test needs 26.0±0.5 subjects for the monitor's power 0.805±0.050" in lines[5]
+    assert "its power at 26: 0.810±0.010" in lines[5]
+    assert "under the effect -112.6% (95% joint interval -128.3% to -96.9%)" in lines[6]
+    assert "under the null -" in lines[6]  # no null saving given: a dash, not a number
     assert design_table({"monitor": {"reason": "none"}}) == ["monitor: none"]
 
 
@@ -111,8 +116,8 @@ def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
     lines = plan.lines()
     assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
             and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
-    assert any("expected saving against the fixed design: under the effect" in x and "95% interval" in x
-               for x in lines)
+    assert any("expected saving against it: under the effect" in x and "95% joint interval" in x for x in lines)
+    assert any(x.startswith("  at equal power: the fixed t-test needs") for x in lines)
     plan.save(tmp_path)
     assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]
 
@@ -163,6 +168,13 @@ def _tagged_pool(spec: Any, trials: Any, runs: int, n: int, seed: int, effect: b
     return 0.7 * (2 * rng.beta(4, 4, n) - 1) + (0.25 if effect else 0.0)
 
 
+def _tagged_parts(spec: Any, trials: Any, runs: int, n: int, seed: int, effect: bool) -> np.ndarray:
+    """:func:`_tagged_pool` as the groups' values (a second group's beside a first group at 0): the statistic, the
+    second less the first, is the tagged pool itself."""
+    x = _tagged_pool(spec, trials, runs, n, seed, effect)
+    return x[:, None] if spec.groups == 1 else np.column_stack([np.zeros(n), x])
+
+
 def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 1 of issue 74: the rule (bet, half-width, cap, group-sequential bounds) is chosen on one pair of pools,
     every printed figure measured on another, of other seed streams."""
@@ -171,7 +183,7 @@ def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monke
     import cogtestbed.validation.design.monitor_pools as pools
     from cogtestbed.validation.studies.study_kinds import study_spec
 
-    monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)
+    monkeypatch.setattr(pools, "hypothesis_parts", _tagged_parts)
     seen: dict[str, Any] = {}
     real_choose, real_operate, real_gs = kind.choose_test, kind.operate, gs_module.group_sequential
 
@@ -201,7 +213,7 @@ def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monke
     m_eff, m_nul = (_tagged_pool(spec, 96, 1, 720, s, e) for s, e in zip(measure_seeds, (True, False), strict=True))
     np.testing.assert_array_equal(seen["choose"][0], c_eff)
     np.testing.assert_array_equal(seen["choose"][1], c_nul)
-    (pick_eff, pick_nul, no_cap), (eff, nul, cap) = seen["operate"]
+    (pick_eff, pick_nul, no_cap), (eff, nul, cap) = seen["operate"][0], seen["operate"][-1]
     assert no_cap is None and cap == mon["cap"]  # the cap is chosen on the choosing studies, then measured
     assert set(pick_eff.ravel()) <= set(c_eff) and set(pick_nul.ravel()) <= set(c_nul)
     assert set(eff.ravel()) <= set(m_eff) and set(nul.ravel()) <= set(m_nul)
@@ -230,11 +242,12 @@ def test_two_llm_comparisons_get_the_three_designs(monkeypatch: pytest.MonkeyPat
     import cogtestbed.validation.design.monitor_pools as pools
     from cogtestbed.validation.studies.study_kinds import study_spec
 
-    def metric_pool(spec: Any, trials: Any, n: int, seed: int, effect: bool) -> np.ndarray:
-        return _tagged_pool(spec, trials, 1, n, seed, effect) * 10  # a metric on its own, unbounded-looking scale
+    def metric_parts(spec: Any, trials: Any, n: int, seed: int, effect: bool) -> np.ndarray:
+        # a metric on its own, unbounded-looking scale
+        return np.column_stack([np.zeros(n), _tagged_pool(spec, trials, 1, n, seed, effect) * 10])
 
-    monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)
-    monkeypatch.setattr(pools, "metric_pool", metric_pool)
+    monkeypatch.setattr(pools, "hypothesis_parts", _tagged_parts)
+    monkeypatch.setattr(pools, "metric_parts", metric_parts)
     if question == "model":
         spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                           effect_size=0.4, groups=2)
@@ -276,7 +289,7 @@ def test_a_question_is_sized_and_measured_from_pools(monkeypatch: pytest.MonkeyP
     from cogtestbed.validation.design.monitor_questions import validate_question
     from cogtestbed.validation.studies.study_kinds import study_spec
 
-    monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)
+    monkeypatch.setattr(pools, "hypothesis_parts", _tagged_parts)
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.2)
     row = validate_question(spec, sims=300, seed=2)

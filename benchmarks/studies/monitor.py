@@ -1,7 +1,11 @@
 """Anytime-valid monitoring validated on every experiment's declared plan questions (issue 74): per question the
 fixed t-test, the group-sequential design (3 looks, Lan-DeMets O'Brien-Fleming, calibrated) and the betting
 e-process looked at after every unit, side by side at equal power (target 0.80): expected units under the effect
-and the null, the most, power and type-I error (one-sided 95 % upper bound), each with its MC SE.
+and the null, the most, power and type-I error (one-sided 95 % upper bound), each with its MC SE.  The saving
+compares the monitor with the fixed test a researcher would run (Welch, rank or one-sample t as the question
+declares) sized for the monitor's own power, both measured on the fresh pools (``fixed*``: that size; ``pow
+f/m``: the fixed test's power at its whole size and the monitor's), with a joint 95 % interval (jackknife over
+the sub-pools).
 
 The questions come from the experiments' declarations (:func:`~cogtestbed.validation.design.monitor_questions.
 declared_questions`: every declared ``power`` study, one LLM and two, and ``metric-power`` study), not from a
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -50,7 +55,7 @@ def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     done = {json.loads(x)["question"] for x in out.read_text().splitlines() if x.strip()} if out.exists() else set()
     for q in questions(args.experiment, tuple(args.groups)):
-        if q.name in done:
+        if q.name in done or (args.question and not any(t in q.name for t in args.question)):
             continue
         wall = time.perf_counter()
         with warnings.catch_warnings():
@@ -88,10 +93,17 @@ def rows(r: Mapping[str, Any]) -> list[str]:
     out.append(f"  {'monitor':<11} {_pm(r['expected_effect'], r['expected_effect_se'], '.1f'):>12} "
                f"{r['expected_null']:>11.1f} {r['cap']:>4} {_pm(r['power'], r['power_se']):>12} "
                f"{_pm(r['null_rejection'], r['null_rejection_se'], '.4f'):>14} ({r['null_upper']:.4f})")
-    s, se = 100 * r["saving"], 196 * r["saving_se"]
-    out.append(f"  monitor: {r['test']} test; saving against fixed under the effect {s:+.1f}% ({s - se:+.1f}% to "
-               f"{s + se:+.1f}%); null rejection at any look to {r['longest']}: {r['null_rejection_any']:.4f} "
-               f"(upper {r['null_upper_any']:.4f}); {r['null_studies']} null studies per design")
+    eq = r.get("equal_power") or {}
+    if eq:
+        out.append(f"  at equal power: the fixed {eq['test']} needs {eq['fixed_size']:.1f}±{eq['fixed_size_se']:.1f} "
+                   f"for the monitor's power {_pm(eq['sequential_power'], eq['sequential_power_se'])} (its power at "
+                   f"{eq['fixed_size_whole']}: {_pm(eq['fixed_power'], eq['fixed_power_se'])}; fresh pools)")
+    s, lo, hi = (100 * x for x in (r["saving"], *r.get("saving_interval", [math.nan, math.nan])))
+    fut = r.get("futility")
+    out.append(f"  monitor: {r['test']} test{f', futility at K_t <= {fut:g}' if fut else ''}; saving against the "
+               f"fixed test at equal power under the effect {s:+.1f}% (joint 95% {lo:+.1f}% to {hi:+.1f}%); null "
+               f"rejection at any look to {r['longest']}: {r['null_rejection_any']:.4f} (upper "
+               f"{r['null_upper_any']:.4f}); {r['null_studies']} null studies per design")
     out.append(f"  validity needs: {r['property']}")
     out.append(f"  {r['simulated_units']} simulated units, {r['cpu_s']:.0f} s CPU")
     return out
@@ -101,11 +113,17 @@ def brief(r: Mapping[str, Any]) -> str:
     """One line per question: its units, E[n] under the effect of the three designs, the monitor's saving and
     type-I upper bound (or the reason it is not monitored)."""
     if "cap" not in r:
-        return f"{r['question'][:70]:<70} {'not monitored':>38}"
+        return f"{r['question'][:62]:<62} {'not monitored':>38}"
     gs = r.get("group_sequential")
     seq = f"{gs['expected_effect']:.1f}" if isinstance(gs, Mapping) else "-"
-    return (f"{r['question'][:70]:<70} {r['fixed']['n']:>5} {seq:>6} {r['expected_effect']:>6.1f} "
-            f"{100 * r['saving']:>+7.1f}% {r['null_upper']:>7.4f}")
+    eq = r.get("equal_power") or {}
+    if not eq:  # measured before the equal-power comparator: no saving at equal power to show
+        return (f"{r['question'][:62]:<62} {'-':>6} {'-':>9} {seq:>6} {r['expected_effect']:>6.1f} {'-':>18} "
+                f"{r['null_upper']:>7.4f}")
+    lo, hi = (100 * x for x in r["saving_interval"])
+    saving = f"{100 * r['saving']:+.1f}% [{lo:+.0f},{hi:+.0f}]"
+    return (f"{r['question'][:62]:<62} {eq['fixed_size']:>6.1f} {eq['fixed_power']:>4.2f}/{r['power']:.2f} "
+            f"{seq:>6} {r['expected_effect']:>6.1f} {saving:>18} {r['null_upper']:>7.4f}")
 
 
 def table(files: list[str], short: bool = False) -> None:
@@ -118,7 +136,8 @@ def table(files: list[str], short: bool = False) -> None:
                 r = json.loads(x)
                 found[r["question"]] = r
     if short:
-        print(f"{'question':<70} {'fixed':>5} {'g-seq':>6} {'mon.':>6} {'saving':>8} {'type-I':>7}")
+        print(f"{'question':<62} {'fixed*':>6} {'pow f/m':>9} {'g-seq':>6} {'mon.':>6} {'saving [95% joint]':>18} "
+              f"{'type-I':>7}")
     for r in sorted(found.values(), key=lambda r: r["question"]):
         print(brief(r) if short else "\n".join(rows(r)))
     valid = [r for r in found.values() if "cap" in r]
@@ -132,6 +151,7 @@ def main() -> None:
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="validate the declared questions, one JSON line each")
     r.add_argument("--experiment", action="append", help="default: every registered experiment")
+    r.add_argument("--question", action="append", help="only the questions whose name contains this text")
     r.add_argument("--groups", type=int, nargs="+", default=[1, 2], choices=[1, 2],
                    help="LLMs per model-effect question (1: one LLM; 2: the difference between two)")
     r.add_argument("--studies", type=int, default=4000, help="simulated studies per hypothesis")

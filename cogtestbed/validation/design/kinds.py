@@ -74,7 +74,11 @@ class PlanKind:
     size_name)``: the plan as text; ``frontier``: whether its payload has a cost-power frontier to plot;
     ``facts``: whether ``check`` reads no more of the experiment than its
     :class:`~cogtestbed.validation.design.facts.ExperimentFacts` (it then runs on the shipped facts of a package
-    experiment before the experiment is imported, and again on the experiment)."""
+    experiment before the experiment is imported, and again on the experiment); ``protocol(seed)``: its use of
+    the evaluation protocol (:mod:`~cogtestbed.validation.design.protocol`): the
+    :class:`~cogtestbed.validation.design.protocol.SeedStreams` it draws from at ``seed``, with the figures it
+    prints reported from the reporting stream (None: not declared; :func:`~cogtestbed.validation.design.
+    protocol.check_kind` refuses it)."""
 
     name: str
     question: str
@@ -87,6 +91,7 @@ class PlanKind:
     lines: Callable[[Mapping[str, Any], str], list[str]] = _json_lines
     frontier: bool = False
     facts: bool = False
+    protocol: Callable[[int], Any] | None = None
 
     def save(self, payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
         """Write ``payload`` into the folder ``out`` (``write``, else ``NAME.json``)."""

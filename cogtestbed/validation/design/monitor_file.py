@@ -69,6 +69,11 @@ def checked_monitor(design: Any, where: str) -> dict[str, Any]:
             raise InputError(f"{where}.symmetry_scale must be positive, got {scale:g}")
     if design.get("planned_bet") is not None:
         _check_bet(_finite(design, "planned_bet", where), lo, hi, width, scale is not None, where)
+    if design.get("futility") is not None:
+        low = _finite(design, "futility", where)
+        if not 0.0 < low < 1.0:
+            raise InputError(f"{where}.futility must lie in (0, 1) (an e-value at which the monitor gives up), "
+                             f"got {low:g}")
     if "null_value" in design:
         _finite(design, "null_value", where)
     if design.get("outside", "stop") not in OUTSIDE:

@@ -44,7 +44,9 @@ from cogtestbed.validation.design.monitor_pools import (
     draw_pools,
     hypothesis_pool,
     metric_pool,
+    monitor_streams,
     null_studies,
+    pool_seeds,
     rate_and_se,
     studies,
     subject_pool,
@@ -58,29 +60,26 @@ MAX_FACTOR = 3.0
 
 def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: np.ndarray, lo: float, hi: float,
             level: float, power: float, planned: float | None = None, halfwidth: float = 0.0,
-            scale: float | None = None, cap: int | None = None) -> dict[str, Any]:
+            scale: float | None = None, cap: int | None = None, futility: float | None = None) -> dict[str, Any]:
     """The monitor's operating characteristics on simulated studies (rows; every subject a look): the cap
     (given, else the smallest size with power ≥ ``power`` under the effect, else the largest simulated), power,
     the null's rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected
     sizes.  The test: the mean's (null 0 ± ``halfwidth``) on ``[lo, hi]``, or with ``scale`` symmetry about 0
-    (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet."""
-    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
-
-    def crossing(x: np.ndarray) -> np.ndarray:
-        y, m, width = tested_scale(x, lo, hi, halfwidth, scale)
-        return first_crossing(log_capital(y, m, planned=planned, halfwidth=width), level)
-
-    t_eff, t_nul = crossing(eff), crossing(nul)
+    (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet.  ``futility``: an
+    e-value at or below which the monitor stops without rejecting (Wald's lower boundary; stopping early
+    only removes rejections, so the type-I guarantee stands; the any-look null rate ignores it)."""
+    t_eff, f_eff = _crossings(eff, lo, hi, level, planned, halfwidth, scale, futility)
+    t_nul, f_nul = _crossings(nul, lo, hi, level, planned, halfwidth, scale, futility)
+    r_eff, r_nul = _rejecting(t_eff, f_eff), _rejecting(t_nul, f_nul)
     length = eff.shape[1]
-    by_size = np.array([((t_eff > 0) & (t_eff <= n)).mean() for n in range(1, length + 1)])
+    by_size = np.array([((r_eff > 0) & (r_eff <= n)).mean() for n in range(1, length + 1)])
     reached = np.flatnonzero(by_size >= power)
     if cap is None:
         cap = int(reached[0] + 1) if reached.size else length
     cap = min(int(cap), length)
-    stop_eff = np.where((t_eff > 0) & (t_eff <= cap), t_eff, cap)
-    stop_nul = np.where((t_nul > 0) & (t_nul <= cap), t_nul, cap)
-    pw, pw_se = rate_and_se((t_eff > 0) & (t_eff <= cap), eff_which)
-    rej, rej_se = rate_and_se((t_nul > 0) & (t_nul <= cap), nul_which)
+    stop_eff, stop_nul = _stops(r_eff, f_eff, cap), _stops(r_nul, f_nul, cap)
+    pw, pw_se = rate_and_se((r_eff > 0) & (r_eff <= cap), eff_which)
+    rej, rej_se = rate_and_se((r_nul > 0) & (r_nul <= cap), nul_which)
     anytime, any_se = rate_and_se(t_nul > 0, nul_which)
     e_n, e_se = rate_and_se(stop_eff, eff_which)
     n_n, n_se = rate_and_se(stop_nul, nul_which)
@@ -89,7 +88,53 @@ def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: 
             "null_rejection_any": anytime, "null_rejection_any_se": any_se,
             "null_upper_any": upper_bound(anytime, any_se, nul.shape[0]),
             "expected_effect": e_n, "expected_effect_se": e_se, "expected_null": n_n, "expected_null_se": n_se,
-            "effect_studies": int(eff.shape[0]), "null_studies": int(nul.shape[0])}
+            "effect_studies": int(eff.shape[0]), "null_studies": int(nul.shape[0]),
+            "paths": {"rejected": (r_eff > 0) & (r_eff <= cap), "stop": stop_eff}}
+
+
+def _crossings(x: np.ndarray, lo: float, hi: float, level: float, planned: float | None, halfwidth: float,
+               scale: float | None, futility: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per study (row) the 1-based look at which ``K_t ≥ 1/level`` first, and at which ``K_t ≤ futility``
+    first (0: never)."""
+    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
+
+    y, m, width = tested_scale(x, lo, hi, halfwidth, scale)
+    log_k = log_capital(y, m, planned=planned, halfwidth=width)
+    if futility is None:
+        return first_crossing(log_k, level), np.zeros(x.shape[0], int)
+    low = log_k <= math.log(futility)
+    return first_crossing(log_k, level), np.where(low.any(axis=-1), low.argmax(axis=-1) + 1, 0)
+
+
+def _rejecting(t: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """The look at which a study rejects: its efficacy crossing where no futility stop came first (0: none)."""
+    return np.where((t > 0) & ((f == 0) | (t < f)), t, 0)
+
+
+def _stops(r: np.ndarray, f: np.ndarray, cap: int) -> np.ndarray:
+    """Where each study stops: at its rejection, its futility stop or the cap, whichever comes first."""
+    first = np.where(r > 0, r, np.where(f > 0, f, cap))
+    return np.minimum(first, cap)
+
+
+#: Futility e-values the plan chooses from on its choosing pools (None: stop at the cap only).
+FUTILITY_CANDIDATES: tuple[float | None, ...] = (None, 0.05, 0.1, 0.2, 0.3, 0.5)
+#: The choosing pools' power must clear the target by this much: the rule with the smallest expected size of
+#: several is the one whose power the choosing pools read highest (a futility boundary's power levels off).
+POWER_MARGIN = 0.03
+
+
+def choose_futility(c_eff: np.ndarray, c_nul: np.ndarray, lo: float, hi: float, level: float, power: float,
+                    rule: tuple[float | None, float, float | None]) -> tuple[float | None, dict[str, Any]]:
+    """The futility boundary (:data:`FUTILITY_CANDIDATES`) and cap with the smallest expected size under the
+    effect among those reaching ``power`` + :data:`POWER_MARGIN` on the choosing studies (``c_eff``, ``c_nul``;
+    none reaching it: no boundary)."""
+    zeros, need = np.zeros(c_eff.shape[0], int), min(power + POWER_MARGIN, 0.99)
+    bet, width, scale = rule
+    tried = [(fut, operate(c_eff, zeros, c_nul, np.zeros(c_nul.shape[0], int), lo, hi, level, need, bet, width,
+                           scale, futility=fut)) for fut in FUTILITY_CANDIDATES]
+    reached = [t for t in tried if t[1]["reached"]]
+    return min(reached, key=lambda t: t[1]["expected_effect"]) if reached else tried[0]
 
 
 def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: int, seed: int,
@@ -110,8 +155,8 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
         say(f"monitor: {2 * (pool_n + choose_size(pool_n)) * groups} simulated {'runs' if metric else 'subjects'} "
             f"at the fixed design's trials (choosing and measuring pools), {sims} studies per hypothesis looked at "
             f"after every unit up to {length}")
-    choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, "choose")
-    measure = draw_pools(spec, trials, runs, pool_n, seed, "measure")
+    choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, CHOOSE_ROLE)
+    measure = draw_pools(spec, trials, runs, pool_n, seed, REPORT_ROLE)
     out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential)
     per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
     out.update({"trials": trials, "runs": runs, "dollars_per_unit": per_unit,
@@ -126,7 +171,6 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     """The monitor (and the group-sequential design) at ``n_fix`` units of the fixed design: the test and its
     cap chosen on ``choose``'s studies, every operating characteristic measured on ``measure``'s (pools of
     disjoint seed streams: refused otherwise)."""
-    from cogtestbed.registry import get_experiment
     from cogtestbed.validation.design.monitor_gs import fixed_measured
     from cogtestbed.validation.design.monitor_gs import group_sequential as gs_design
     from cogtestbed.validation.design.seqplan import direction
@@ -148,15 +192,16 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     nul, nul_which = null_studies(measure.null, sims, length, rng, mirror=groups == 2)
     test = choose_test(choose.effect, choose.null, lo, hi, groups)
     rule = (test["planned_bet"], test["halfwidth"], test["symmetry_scale"])
-    picked = operate(c_eff, np.zeros(sims, int), c_nul, np.zeros(sims, int), lo, hi, spec.level, power, *rule)
-    ops = {**operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, *rule, cap=picked["cap"]),
-           "reached": picked["reached"]}
+    futility, picked = choose_futility(c_eff, c_nul, lo, hi, spec.level, power, rule)
+    ops = {**operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, *rule, cap=picked["cap"],
+                     futility=futility), "reached": picked["reached"], "futility": futility}
+    paths = ops.pop("paths")
     both = np.concatenate([choose.effect, choose.null, measure.effect, measure.null])
     finite = both[np.isfinite(both)]
     outside = int(((finite < lo - 1e-9) | (finite > hi + 1e-9)).sum())
     bounded = math.isfinite(lo)
     dirn = direction(spec)
-    fixed_test = get_experiment(spec.experiment).metrics.comparability(spec.metric).test if metric else "t-test"
+    fixed_test = _fixed_test(spec, metric)
     out = {"method": test["method"], "statistic": label, "unit": unit, "fixed_test": fixed_test,
            "bounds": [lo, hi] if bounded else None, "null": 0.0, **test, "level": spec.level, "target_power": power,
            "property": test["property"] + (f"; {outside} of {finite.size} simulated estimates outside "
@@ -165,8 +210,10 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
            "missing": float(np.mean(~np.isfinite(both))), **ops, "fixed_subjects": n_fix,
            "pools": {p.role: {"seeds": list(p.seeds), "units": int(p.effect.size)} for p in (choose, measure)},
            "fixed_measured": fixed_measured(eff, nul, eff_which, nul_which, min(n_fix, length), spec.level, dirn),
-           "saving": 1.0 - ops["expected_effect"] / n_fix, "saving_se": ops["expected_effect_se"] / n_fix,
-           "saving_null": 1.0 - ops["expected_null"] / n_fix, "saving_null_se": ops["expected_null_se"] / n_fix}
+           "saving_fixed_plan": 1.0 - ops["expected_effect"] / n_fix,
+           "saving_fixed_plan_se": ops["expected_effect_se"] / n_fix}
+    out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed))
+    out["protocol"] = _report(seed, measure, out)
     if group_sequential and n_fix >= 2 * GS_LOOKS:
         out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
                                             dirn)
@@ -174,6 +221,72 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
         if design:
             design["offered"] = bool(design["null_upper"] <= spec.level)
     return out
+
+
+#: The pools that choose the rule and those every printed figure is measured on
+#: (:func:`~cogtestbed.validation.design.monitor_pools.pool_seeds`).
+CHOOSE_ROLE, REPORT_ROLE = "choose", "measure"
+#: The monitor's printed figures (each reported through the evaluation protocol).
+REPORTED = ("power", "null_rejection", "null_rejection_any", "expected_effect", "expected_null", "saving",
+            "saving_null")
+
+
+def _fixed_test(spec: Any, metric: bool) -> str:
+    """The test a researcher runs on the fixed design: the metric's declared comparison, the parameter's
+    two-group test (Welch, or rank where declared), the one-sample t-test for one LLM."""
+    from cogtestbed.registry import get_experiment
+    from cogtestbed.validation.studies.model_studies import two_group_test
+
+    exp = get_experiment(spec.experiment)
+    if metric:
+        return str(exp.metrics.comparability(spec.metric).test)
+    return two_group_test(exp.model(spec.models[0]), spec.effect) if spec.groups == 2 else "t-test"
+
+
+def _equal_power(measure: Pools, paths: Mapping[str, np.ndarray], which: np.ndarray, ops: Mapping[str, Any],
+                 length: int, test: str, level: float, dirn: float, seed: int) -> dict[str, Any]:
+    """The saving against the fixed test sized for the monitor's own power on the reporting pools
+    (:func:`~cogtestbed.validation.design.equal_power.equal_power_saving`), under the effect and the null."""
+    from cogtestbed.validation.design.equal_power import equal_power_saving, power_curve
+
+    if measure.effect_parts is None or measure.effect_parts.size == 0:
+        return {}
+    sizes = np.arange(2, length + 1)
+    rng = monitor_streams(seed).generator("reporting", 95)
+    hits, hit_which = power_curve(measure.effect_parts, BATCHES, sizes, test, level, dirn, rng)
+    eq = equal_power_saving(paths["rejected"], paths["stop"], which, hits, hit_which, sizes)
+    n_star = eq["fixed_size"]
+    null_saving = 1.0 - ops["expected_null"] / n_star if n_star > 0 else math.nan
+    rel = eq["fixed_size_se"] / n_star if n_star > 0 else math.nan
+    null_se = math.hypot(ops["expected_null_se"] / n_star, (1 - null_saving) * rel) if n_star > 0 else math.nan
+    return {"equal_power": {**eq, "test": test}, "saving": eq["saving"], "saving_se": eq["saving_se"],
+            "saving_interval": eq["interval"], "saving_null": null_saving, "saving_null_se": null_se}
+
+
+def _report(seed: int, measure: Pools, out: Mapping[str, Any]) -> dict[str, Any]:
+    """Every printed figure through the evaluation protocol's reporting stream (refused where the measuring
+    pools are not the reporting stream's): the streams' seeds and the figures reported."""
+    streams = monitor_streams(seed)
+    chosen = streams.choosing(2) + streams.choosing(2, pilot=True)
+    streams.reporting(2)
+    for name in REPORTED:
+        if name in out:
+            streams.report(name, out[name], out.get(name + "_se", math.nan), measure.seeds)
+    return {"choosing": list(chosen), "reporting": list(measure.seeds),
+            "reported": [r.name for r in streams.reported]}
+
+
+def monitor_protocol(seed: int) -> Any:
+    """The monitor kind's evaluation protocol (:attr:`~cogtestbed.validation.design.kinds.PlanKind.protocol`):
+    the pools it draws for :data:`CHOOSE_ROLE` and :data:`REPORT_ROLE`, and its figures reported from the
+    latter's seeds."""
+    streams = monitor_streams(seed)
+    pool_seeds(seed, CHOOSE_ROLE, streams)
+    pool_seeds(seed, "pilot", streams)
+    reported = pool_seeds(seed, REPORT_ROLE, streams)
+    for name in REPORTED:
+        streams.report(name, 0.0, 0.0, reported)
+    return streams
 
 
 def _model_statistic(spec: Any) -> tuple[float, float, str]:
@@ -293,7 +406,7 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
     per = None if calls is None else math.ceil(int(calls) / max(int(run["subjects"]), 1))
     rule = {"bounds": None if mon.get("bounds") is None else list(mon["bounds"]), "level": mon["level"], "cap": cap,
             "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0),
-            "symmetry_scale": mon.get("symmetry_scale"), "outside": "stop"}
+            "symmetry_scale": mon.get("symmetry_scale"), "outside": "stop", "futility": mon.get("futility")}
     if getattr(spec, "metric", None) is not None:  # a metric difference: the units are pairs of sessions
         design = {"experiment": spec.experiment, "metric": spec.metric,
                   "metric_options": dict(spec.metric_options or {}), "pairs": True, **rule}
@@ -340,9 +453,12 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 f"{mon['expected_null']:>12.1f} {mon['cap']:>5} {_money(mon['dollars_effect']):>10} "
                 f"{_money(mon['dollars_null']):>10} {mon['power']:>7.3f}±{mon['power_se']:.3f} "
                 f"{mon['null_rejection']:>8.4f}≤{mon['null_upper']:.4f}" + _offered(mon['null_upper'], level))
-    rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g} or at the cap {mon['cap']} "
+    fut = mon.get("futility")
+    rows.append(f"  monitor: {mon['method']}; stops at K_t >= {1 / mon['level']:g}"
+                + (f", at K_t <= {fut:g} (futility, chosen on the choosing pools)" if fut else "")
+                + f" or at the cap {mon['cap']} "
                 f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
-    rows.append("  expected saving against the fixed design: " + _saving(mon, "effect") + "; " + _saving(mon, "null"))
+    rows += _equal_power_lines(mon, units)
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
                 f"studies); mean of the null pool {mon['pool_mean_null']:+.4f}")
@@ -397,6 +513,19 @@ def _measured_lines(mon: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def _equal_power_lines(mon: Mapping[str, Any], units: str) -> list[str]:
+    """The comparator at equal power (the fixed test sized for the monitor's own fresh power), both powers,
+    and the expected savings with their joint intervals."""
+    eq = mon.get("equal_power")
+    if not isinstance(eq, Mapping) or not math.isfinite(eq.get("fixed_size", math.nan)):
+        return ["  expected saving: the fixed test does not reach the monitor's power within the simulated sizes"]
+    whole = eq.get("fixed_size_whole")
+    return [f"  at equal power: the fixed {eq['test']} needs {eq['fixed_size']:.1f}±{eq['fixed_size_se']:.1f} "
+            f"{units} for the monitor's power {eq['sequential_power']:.3f}±{eq['sequential_power_se']:.3f} (its power "
+            f"at {whole}: {eq['fixed_power']:.3f}±{eq['fixed_power_se']:.3f}; both on the fresh pools)",
+            "  expected saving against it: " + _saving(mon, "effect") + "; " + _saving(mon, "null")]
+
+
 def _saving(mon: Mapping[str, Any], under: str) -> str:
     """The expected saving under the effect or the null, in % of the fixed design, with its 95 % MC interval
     (negative: the monitor is dearer)."""
@@ -404,7 +533,9 @@ def _saving(mon: Mapping[str, Any], under: str) -> str:
     if key not in mon:
         return f"under the {under} -"
     x, se = 100 * mon[key], 100 * mon[key + "_se"]
-    return f"under the {under} {x:+.1f}% (95% interval {x - 1.96 * se:+.1f}% to {x + 1.96 * se:+.1f}%)"
+    lo, hi = (x - 1.96 * se, x + 1.96 * se)
+    joint = " joint" if under == "effect" else ""
+    return f"under the {under} {x:+.1f}% (95%{joint} interval {lo:+.1f}% to {hi:+.1f}%)"
 
 
 def _sequential_row(seq: Any, level: float) -> list[str]:
@@ -438,6 +569,7 @@ def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
 
 
 __all__ = ["BATCHES", "MAX_FACTOR", "POOL_FACTOR", "check_monitor", "choose_test", "design_table",
-           "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_section", "operate",
+           "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_protocol",
+           "monitor_section", "operate",
            "rate_and_se", "run_monitor", "statistic_bounds", "studies", "subject_pool", "unit_array", "upper_bound",
            "write_monitor"]

@@ -43,27 +43,55 @@ class Pools:
     effect: np.ndarray
     null: np.ndarray
     seeds: tuple[int, int]
+    #: Per hypothesis the units' values per group (columns: the first group, and the second for two LLMs),
+    #: whose difference is the statistic: the fixed comparator tests them (None: not kept).
+    effect_parts: np.ndarray | None = None
+    null_parts: np.ndarray | None = None
 
     def seed_set(self) -> set[int]:
         """Every integer seed these pools' simulations drew from."""
         return {s + k for s in self.seeds for k in (0, 1)}
 
 
-def pool_seeds(seed: int, role: str) -> tuple[int, int]:
-    """The (effect, null) seeds of a role's pools: two 31-bit integers from the seed sequence
-    ``[seed, 74, role's index]`` (distinct roles: independent streams)."""
-    state = np.random.SeedSequence([seed, 74, ROLES.index(role)]).generate_state(2)
-    return int(state[0] >> 1), int(state[1] >> 1)
+#: The monitor's key in the evaluation protocol's seed streams.
+PROTOCOL_KEY = 74
 
 
-def draw_pools(spec: Any, trials: int | None, runs: int, n: int, seed: int, role: str, null: bool = True) -> Pools:
+def monitor_streams(seed: int) -> Any:
+    """The monitor's :class:`~cogtestbed.validation.design.protocol.SeedStreams`: choosing (and pilot) and
+    reporting streams of the seed sequence ``[seed, 74, index]``."""
+    from cogtestbed.validation.design.protocol import SeedStreams
+
+    return SeedStreams(int(seed), PROTOCOL_KEY)
+
+
+def pool_seeds(seed: int, role: str, streams: Any = None) -> tuple[int, int]:
+    """The (effect, null) seeds of a role's pools (:data:`ROLES`): two 31-bit integers of the evaluation
+    protocol's choosing stream (``choose``; ``pilot``: its pilot stream) or reporting stream (``measure``)
+    (:func:`monitor_streams`, or ``streams`` where given: the seeds are recorded there)."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+    st = streams if streams is not None else monitor_streams(seed)
+    pair = st.reporting(2) if role == "measure" else st.choosing(2, pilot=role == "pilot")
+    return int(pair[0]), int(pair[1])
+
+
+def draw_pools(spec: Any, trials: int | None, runs: int, n: int, seed: int, role: str, null: bool = True,
+               streams: Any = None) -> Pools:
     """``n`` units per hypothesis for ``role`` (:data:`ROLES`): a metric difference between two settings
-    (:func:`metric_pool`) or a model effect (:func:`hypothesis_pool`), from :func:`pool_seeds`; without
+    (:func:`metric_parts`) or a model effect (:func:`hypothesis_parts`), from :func:`pool_seeds`; without
     ``null`` the null pool is left empty (a pilot)."""
-    s_eff, s_nul = pool_seeds(seed, role)
-    draw = ((lambda s, e: metric_pool(spec, trials, n, s, e)) if getattr(spec, "metric", None) is not None
-            else (lambda s, e: hypothesis_pool(spec, trials, runs, n, s, e)))
-    return Pools(role, draw(s_eff, True), draw(s_nul, False) if null else np.empty(0), (s_eff, s_nul))
+    s_eff, s_nul = pool_seeds(seed, role, streams)
+    draw = ((lambda s, e: metric_parts(spec, trials, n, s, e)) if getattr(spec, "metric", None) is not None
+            else (lambda s, e: hypothesis_parts(spec, trials, runs, n, s, e)))
+    eff = draw(s_eff, True)
+    nul = draw(s_nul, False) if null else np.empty((0, eff.shape[1]))
+    return Pools(role, _statistic(eff), _statistic(nul), (s_eff, s_nul), eff, nul)
+
+
+def _statistic(parts: np.ndarray) -> np.ndarray:
+    """The monitored statistic from the groups' values: the one group's, or the second less the first."""
+    return parts[:, 0] if parts.shape[1] == 1 else parts[:, 1] - parts[:, 0]
 
 
 def choose_size(measure_n: int) -> int:
@@ -97,12 +125,18 @@ def subject_pool(spec: Any, trials: int | None, runs: int, n: int, seed: int) ->
 def hypothesis_pool(spec: Any, trials: int | None, runs: int, n: int, seed: int, effect: bool) -> np.ndarray:
     """``n`` observations of the monitored statistic under the effect (``effect``) or the null: one
     subject each (one group), or a pair's difference, second group less first (two groups)."""
+    return _statistic(hypothesis_parts(spec, trials, runs, n, seed, effect))
+
+
+def hypothesis_parts(spec: Any, trials: int | None, runs: int, n: int, seed: int, effect: bool) -> np.ndarray:
+    """:func:`hypothesis_pool`'s units per group, shape ``(n, groups)``: one subject (one group), or the
+    first group's subject (the null value, seed ``seed + 1``) and the second's."""
     one = spec.model_copy(update={"groups": 1})
     moved = one if effect else one.model_copy(update={"effect_size": 0.0})
     if spec.groups == 1:
-        return subject_pool(moved, trials, runs, n, seed)
+        return subject_pool(moved, trials, runs, n, seed)[:, None]
     base = one.model_copy(update={"effect_size": 0.0})
-    return subject_pool(moved, trials, runs, n, seed) - subject_pool(base, trials, runs, n, seed + 1)
+    return np.column_stack([subject_pool(base, trials, runs, n, seed + 1), subject_pool(moved, trials, runs, n, seed)])
 
 
 
@@ -133,10 +167,15 @@ def null_studies(pool: np.ndarray, reps: int, length: int, rng: np.random.Genera
 
 
 def metric_pool(spec: Any, trials: int | None, n: int, seed: int, effect: bool) -> np.ndarray:
-    """``n`` pair differences of a metric per unit (run or subject, :func:`~cogtestbed.validation.studies.
-    metric_studies.comparison_result`, the fixed plan's own per-unit values): unit ``i`` of the second setting
-    less unit ``i`` of the first (``effect``), or of a second, independent simulation of the first setting (the
-    null: two exchangeable LLMs).  NaN where either unit has no value.  ``spec``: a metric-power study."""
+    """:func:`metric_parts`' pair differences, second setting less first."""
+    return _statistic(metric_parts(spec, trials, n, seed, effect))
+
+
+def metric_parts(spec: Any, trials: int | None, n: int, seed: int, effect: bool) -> np.ndarray:
+    """``n`` pairs of a metric's per-unit values (run or subject, :func:`~cogtestbed.validation.studies.
+    metric_studies.comparison_result`, the fixed plan's own per-unit values), shape ``(n, 2)``: unit ``i`` of
+    the first setting and unit ``i`` of the second (``effect``), or of a second, independent simulation of the
+    first setting (the null: two exchangeable LLMs).  NaN where a unit has no value.  ``spec``: a metric-power study."""
     from cogtestbed.registry import get_experiment
     from cogtestbed.validation.studies.metric_studies import comparison_result
     from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
@@ -151,7 +190,7 @@ def metric_pool(spec: Any, trials: int | None, n: int, seed: int, effect: bool) 
             warnings.simplefilter("ignore")
             result = comparison_result(exp, spec.metric, table, spec.metric_options)
         values.append(unit_array(result.get(exp.metrics.unit) or [], spec.metric, n))
-    return values[1] - values[0]
+    return np.column_stack(values)
 
 
 def unit_array(rows: Any, metric: str, n: int) -> np.ndarray:
@@ -184,5 +223,5 @@ def upper_bound(rate: float, se: float, n: int) -> float:
 
 
 __all__ = ["BATCHES", "CHOOSE_SHARE", "POOL_FACTOR", "ROLES", "Pools", "choose_size", "draw_pools",
-           "hypothesis_pool", "metric_pool", "null_studies", "pool_seeds", "rate_and_se", "studies",
-           "subject_pool", "unit_array", "upper_bound"]
+           "hypothesis_parts", "hypothesis_pool", "metric_parts", "metric_pool", "monitor_streams", "null_studies",
+           "pool_seeds", "rate_and_se", "studies", "subject_pool", "unit_array", "upper_bound"]

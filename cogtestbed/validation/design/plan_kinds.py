@@ -87,6 +87,17 @@ def _check(module: str, name: str) -> Any:
     return check
 
 
+def _protocol(module: str, name: str) -> Any:
+    """The evaluation-protocol declaration ``name`` of ``module`` (imported when checked)."""
+
+    def protocol(seed: int) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(module), name)(seed)
+
+    return protocol
+
+
 _REQUEST = "cogtestbed.validation.design.request"
 _MONITOR = "cogtestbed.validation.design.monitor_kind"
 _MONITOR_CHECKS = "cogtestbed.validation.design.monitor_checks"
@@ -155,7 +166,7 @@ BUILTIN: tuple[PlanKind, ...] = (
              "group-sequential design at equal power", _run(_MONITOR, "run_monitor"),
              claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
              check=_check(_MONITOR_CHECKS, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
-             frontier=True, facts=True),
+             frontier=True, facts=True, protocol=_protocol(_MONITOR, "monitor_protocol")),
     PlanKind("mix", "people and a predictor's units mixed for one population mean (prediction-powered inference): "
              "the cheapest pair beside people alone", _run(_MIX, "run_mix"), claims=lambda r: r.mixed.mix,
              check=_check(_MIX, "check_mix"), accepts=_MIX_ONLY | _MIX_SHARED,

@@ -705,11 +705,6 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
     seq["saving"]["estimate"] = {**est, "fixed_type1": smooth.get("fresh_type1"), "method": smooth["method"],
                                  "cost": "costs linear in units at the plan's trials (per unit: the fixed plan's "
                                          "priced design)"}
-    seq["saving"]["nominal"] = {**joint["nominal"], "method": joint["method"],
-                                "comparator": "the fixed test on the sequential design's statistic at nominal alpha "
-                                              "(critical value z_(1-alpha/2)); its size from the same probit power "
-                                              "curve.  Not the design a researcher would run (the statistic is not "
-                                              "centred under the null): see mle_equal_power"}
     curve = mle_power_curve(result.evaluated, result.chosen.point, result.size_name)
     mle = None if curve is None else mle_equal_power(curve, result.target, res.chosen.effect.stop_look,
                                                       [money(c) for c in res.chosen.cost], unit_cost, seed)

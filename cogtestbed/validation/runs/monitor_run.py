@@ -4,7 +4,8 @@ of the effect, on its scale, less its null value); two LLMs: a pair, one session
 (:func:`run_monitored_pair`), whose statistic is the second LLM's value less the first's (a parameter's MLE or
 a metric's per-unit value).  After each it updates the betting e-process and its confidence sequence
 (:func:`~cogtestbed.validation.design.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and
-stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  The plan's monitor is
+stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap or its futility e-value (futility).  The
+plan's monitor is
 checked in full before the first call (:func:`~cogtestbed.validation.design.monitor_checks.checked_monitor`:
 its digest, level, cap, bounds, null and bet), and a statistic outside its bounds is clipped or stops the run
 as the plan declares.  ``--resume`` goes on from the last recorded step (each run's own resume finishes a
@@ -87,7 +88,7 @@ def pair_value(exp: Any, design: Mapping[str, Any], tables: Sequence[Any], unit:
 def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict[str, Any]]:
     """Every step of the monitor on ``observations`` (in subject order): the e-value, the confidence
     sequence, the estimate and the decision (``efficacy`` once ``K_t ≥ 1/α``, ``futility`` at the cap
-    without it, else ``continue``)."""
+    without it or once ``K_t`` falls to the design's ``futility`` e-value, else ``continue``)."""
     from cogtestbed.validation.design.eprocess import monitor_path
     from cogtestbed.validation.design.monitor_file import checked_observation
 
@@ -100,7 +101,9 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
     for obs, st in zip(observations, path, strict=True):
         if not math.isfinite(st.e_value):
             raise InputError(f"the monitor's e-value at subject {st.subjects} is not a number: the run stops")
-        decision = "efficacy" if st.rejected else "futility" if st.subjects >= int(design["cap"]) else "continue"
+        low = design.get("futility")
+        decision = ("efficacy" if st.rejected else "futility" if st.subjects >= int(design["cap"])
+                    or (low is not None and st.e_value <= float(low)) else "continue")
         out.append({"subject": st.subjects, "observation": None if not math.isfinite(obs) else float(obs),
                     "e_value": st.e_value, "lower": _num(st.lower), "upper": _num(st.upper),
                     "estimate": _num(st.estimate), "decision": decision})

@@ -69,8 +69,22 @@ class Row:
             return "-" if v is None else f"{v:.4g} ± {se or 0.0:.2g}"
 
         verdict = {True: "yes", False: "NO", None: "-"}[self.agrees]
+        note = f"; {self.note}" if self.note else ""
         return (f"{self.kind:<10} {self.figure:<26} {num(self.plan, self.plan_se):>18} "
-                f"{num(self.fresh, self.fresh_se):>18} {verdict:>5}  {self.design}{'; ' + self.note if self.note else ''}")
+                f"{num(self.fresh, self.fresh_se):>18} {verdict:>5}  {self.design}{note}")
+
+
+def sibling(name: str) -> Any:
+    """The study script ``NAME.py`` beside this one, as a module (run as a script or loaded by a test)."""
+    import importlib.util
+    import sys
+
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 def rate(hits: np.ndarray) -> tuple[float, float]:
@@ -222,7 +236,7 @@ def audit_looks(sims: int, looks: int | str = 3) -> list[Row]:
     payload = plan_of(looks=looks).to_dict()
     spec, seq = study_of(payload), payload["sequential"]
     fit = statistic_fit(payload)
-    ops = seq["operating"] if "operating" in seq else seq
+    ops = seq.get("operating", seq)
     rule = SeqRule.of(seq, float(np.sign(spec.effect_size)))
     seed = int(spec.seed) + AUDIT_SEED_OFFSET
     eff = subject_values(spec, sims, rule.sizes[-1], seed, fit=fit)
@@ -312,10 +326,8 @@ def audit_people(sims: int) -> list[Row]:
     stand-in population, prospect theory's λ + 1.0)."""
     import cogtestbed as ct
 
-    from benchmarks.studies.risky_people_plan import stand_in
-
     with tempfile.TemporaryDirectory() as tmp:
-        pop = stand_in(Path(tmp) / "people.json")
+        pop = sibling("risky_people_plan").stand_in(Path(tmp) / "people.json")
         payload = ct.plan("risky-choice", llm=LLM, model="prospect-theory", effect={"lambda": 1.0}, population=pop,
                           subjects="5:40", trials="98", mc_se=MC_SE, seed=0, workers=1).to_dict()
         spec, chosen = study_of(payload), payload["chosen"]

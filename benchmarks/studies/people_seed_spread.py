@@ -24,6 +24,19 @@ from typing import Any
 POPULATION = "human:spektor2024-all"
 
 
+def sibling(name: str) -> Any:
+    """The study script ``NAME.py`` beside this one, as a module (run as a script or loaded by a test)."""
+    import importlib.util
+    import sys
+
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
 def recommended_power(payload: Mapping[str, Any]) -> dict[str, Any]:
     """The recommended test of an LLM-against-people plan and its power on the plan's fresh studies: the
     calibrated test's where the plan recommends it, else the nominal test's (the calibrated section's
@@ -69,15 +82,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pop = args.population
         if pop == "stand-in":
-            from benchmarks.studies.risky_people_plan import stand_in
-
-            pop = stand_in(Path(tmp) / "people.json")
+            pop = sibling("risky_people_plan").stand_in(Path(tmp) / "people.json")
         rows = []
         for s in (int(x) for x in args.seeds.split(",")):
             rows.append(plan_at(s, pop, args.subjects, args.mc_se, args.workers))
             print(json.dumps(rows[-1]), flush=True)
-    print(f"recommended test's power over seeds {args.seeds}: "
-          f"{', '.join(f'{r['recommended_power']:.3f}' for r in rows)}; spread {spread(rows):.3f}")
+    powers = ", ".join(f"{r['recommended_power']:.3f}" for r in rows)
+    print(f"recommended test's power over seeds {args.seeds}: {powers}; spread {spread(rows):.3f}")
 
 
 if __name__ == "__main__":

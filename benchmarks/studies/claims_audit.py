@@ -187,7 +187,7 @@ def audit_fixed(sims: int) -> list[Row]:
 
 @dataclass
 class SeqRule:
-    """A group-sequential rule from a plan's ``sequential`` block: look sizes and bounds on Z·d."""
+    """A group-sequential rule from a plan's ``sequential.design``: look sizes and bounds on Z·d."""
 
     sizes: tuple[int, ...]
     efficacy: tuple[float, ...]
@@ -196,25 +196,25 @@ class SeqRule:
     direction: float
 
     @classmethod
-    def of(cls, seq: Mapping[str, Any], direction: float) -> SeqRule:
-        bounds = seq.get("bounds", seq)
-        fut = bounds.get("futility")
-        return cls(tuple(int(s) for s in seq["sizes"]), tuple(float(b) for b in bounds["efficacy"]),
-                   tuple(float(b) for b in bounds.get("efficacy_other") or bounds["efficacy"]),
-                   None if not fut else tuple(float(b) for b in fut), direction)
+    def of(cls, design: Mapping[str, Any]) -> SeqRule:
+        fut = design.get("futility")
+        return cls(tuple(int(s) for s in design["sizes"]), tuple(float(b) for b in design["efficacy"]),
+                   tuple(float(b) for b in design.get("efficacy_other") or design["efficacy"]),
+                   None if not fut else tuple(float("-inf") if b is None else float(b) for b in fut),
+                   float(design.get("direction") or 1.0))
 
     def run(self, values: np.ndarray, futility: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per study: rejected in the effect's direction, rejected in either, subjects at the stop."""
+        """Per study: rejected in the effect's direction, rejected in either, subjects at the stop (futility
+        obeyed when ``futility``; the last look always decides)."""
         reps = values.shape[0]
-        stopped = np.zeros(reps, bool)
-        ours, other = np.zeros(reps, bool), np.zeros(reps, bool)
+        stopped, ours, other = np.zeros(reps, bool), np.zeros(reps, bool), np.zeros(reps, bool)
         units = np.full(reps, self.sizes[-1], float)
         for k, n in enumerate(self.sizes):
             zd = prefix_t_z(values, n) * self.direction
             up, down = ~stopped & (zd >= self.efficacy[k]), ~stopped & (zd <= -self.other[k])
-            last = k == len(self.sizes) - 1
-            fut = ~stopped & ~up & ~down & (futility and self.futility is not None and not last
-                                              and np.isfinite(self.futility[k])) & (zd < (self.futility or [0] * 99)[k])
+            fut = np.zeros(reps, bool)
+            if futility and self.futility is not None and k < len(self.sizes) - 1:
+                fut = ~stopped & ~up & ~down & (zd < self.futility[k])
             ours |= up
             other |= down
             now = up | down | fut
@@ -223,53 +223,56 @@ class SeqRule:
         return ours, ours | other, units
 
 
-def seq_block(payload: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The plan's sequential section, whatever the kind's nesting."""
-    seq = payload.get("sequential") or {}
-    return seq.get("chosen", seq) if isinstance(seq, Mapping) else {}
+def expected_se(block: Mapping[str, Any], sizes: Sequence[int]) -> float:
+    """The MC SE of a plan's expected subjects from its stopping-look shares and studies."""
+    p, n = np.asarray(block["stop_look"], float), np.asarray(sizes, float)
+    mean = float(p @ n)
+    return math.sqrt(float(p @ (n - mean) ** 2) / int(block["sims"]))
 
 
 def audit_looks(sims: int, looks: int | str = 3) -> list[Row]:
-    """A group-sequential plan's power, type-I error, E[n] under the effect and saving, its own bounds
-    applied to fresh studies (every look the t-test on the subjects so far)."""
+    """A group-sequential plan's power, type-I error, E[n] under the effect, saving and its fixed comparator at
+    equal type-I error, the plan's own bounds and statistic applied to fresh studies (every look the t-test on
+    the subjects so far)."""
+    from cogtestbed.validation.design.seqamortised import statistic_of
+
     kind = "looks" if looks != "auto" else "looks auto"
     payload = plan_of(looks=looks).to_dict()
     spec, seq = study_of(payload), payload["sequential"]
-    fit = statistic_fit(payload)
-    ops = seq.get("operating", seq)
-    rule = SeqRule.of(seq, float(np.sign(spec.effect_size)))
+    des = seq["design"]
+    rule, fit = SeqRule.of(des), statistic_of(des.get("statistic"))
+    fair = (seq.get("fair_fixed") or {}).get("chosen") or {}
+    top = max(rule.sizes[-1], int(fair.get("size") or 0))
     seed = int(spec.seed) + AUDIT_SEED_OFFSET
-    eff = subject_values(spec, sims, rule.sizes[-1], seed, fit=fit)
-    nul = subject_values(spec, sims, rule.sizes[-1], seed + 1, 0.0, fit=fit)
+    eff = subject_values(spec, sims, top, seed, fit=fit)
+    nul = subject_values(spec, sims, top, seed + 1, 0.0, fit=fit)
     pw_hits, _, units = rule.run(eff, futility=True)
-    _, t1_hits, _ = rule.run(nul, futility=not seq.get("futility_nonbinding", True))
-    design = f"RW± optimism_bias 0.4, {len(rule.sizes)} looks at {list(rule.sizes)} subjects"
-    eff_op, nul_op = ops["effect"], ops["null"]
-    saving = seq.get("saving") or {}
-    fixed = saving.get("fixed_size")
-    rows = [Row(kind, "power", eff_op["power"], eff_op.get("power_mc_se"), *rate(pw_hits), design),
-            Row(kind, "type-I", nul_op["type1"], nul_op.get("type1_mc_se"), *rate(t1_hits), design,
-                "futility non-binding: ignored under the null"),
-            Row(kind, "E[n] under the effect", eff_op["expected_subjects"], eff_op.get("expected_subjects_mc_se"),
-                *mean_se(units), design)]
-    if fixed:
-        e, e_se = mean_se(units)
-        rows.append(Row(kind, f"saving vs fixed {fixed}", saving.get("percent"), saving.get("percent_mc_se"),
-                        100 * (1 - e / fixed), 100 * e_se / fixed, design,
-                        f"against the plan's comparator: {saving.get('comparator', '?')}"))
+    _, t1_hits, _ = rule.run(nul, futility=bool(des.get("futility_binding")))
+    design = f"RW± optimism_bias 0.4, {len(rule.sizes)} looks at {list(rule.sizes)} subjects ({fit_name(fit)})"
+    e, e_se = mean_se(units)
+    plan_e, plan_e_se = seq["effect"]["expected_units"], expected_se(seq["effect"], rule.sizes)
+    rows = [Row(kind, "power", seq["effect"]["rejection_rate"], seq["effect"]["mc_se"], *rate(pw_hits), design,
+                f"plan: {seq['effect']['sims']} effect studies"),
+            Row(kind, "type-I", seq["null"]["rejection_rate"], seq["null"]["mc_se"], *rate(t1_hits), design,
+                f"plan: {seq['null']['sims']} fresh null studies"),
+            Row(kind, "E[n] under the effect", plan_e, plan_e_se, e, e_se, design)]
+    if fair.get("size"):
+        n = int(fair["size"])
+        crit, other = float(fair["critical"]), float(fair.get("critical_other") or fair["critical"])
+        zd_e, zd_n = prefix_t_z(eff, n) * rule.direction, prefix_t_z(nul, n) * rule.direction
+        sv = seq.get("saving") or {}
+        rows += [Row(kind, f"saving % vs fixed {n}", sv.get("percent"), 100 * plan_e_se / n, 100 * (1 - e / n),
+                     100 * e_se / n, design, f"comparator: {sv.get('comparator')}"),
+                 Row(kind, f"comparator power at {n}", fair["power"], sv.get("fixed_power_mc_se"),
+                     *rate(zd_e >= crit), design, f"critical {crit:.3f} in / {other:.3f} against"),
+                 Row(kind, f"comparator type-I at {n}", fair["type1"], sv.get("fixed_type1_mc_se"),
+                     *rate((zd_n >= crit) | (zd_n <= -other)), design)]
     return rows
 
 
-def statistic_fit(payload: Mapping[str, Any]) -> Any:
-    """The per-subject statistic a sequential plan tests (its ``statistic.fit``; the full MLE otherwise)."""
-    from cogtestbed.validation.design import seqamortised, seqfit
-
-    stat = ((payload.get("sequential") or {}).get("statistic") or {}).get("fit")
-    if not stat:
-        return None
-    if stat.get("estimator") == "amortised":
-        return seqamortised.statistic_of(stat)
-    return seqfit.SubjectFit(**{k: v for k, v in stat.items() if k in seqfit.SubjectFit.__dataclass_fields__})
+def fit_name(fit: Any) -> str:
+    """The statistic's name in a row's design."""
+    return "amortised statistic" if type(fit).__name__ == "AmortisedFit" else "per-subject MLE"
 
 
 def audit_monitor(sims: int) -> list[Row]:

@@ -87,7 +87,7 @@ def test_across_the_matrix_no_unit_on_a_declared_bound_is_marked_identified(expe
         assert not fitted.loc[on, "identified"].any(), (p.name, fitted.loc[on, [p.name, "null_reason"]])
 
 
-def test_on_the_rw_pm_power_plan_population_no_wide_interval_goes_unflagged_and_no_bound_estimate_is_identified() -> None:
+def test_on_the_rw_pm_power_plan_population_no_wide_interval_is_unflagged_no_bound_estimate_identified() -> None:
     """The population the RW± power plan simulates (medians at the defaults moved by optimism bias 0.2, subjects
     scattered by the power study's SD, 96 trials), fitted with the flags: every subject whose 95 % interval covers
     ≥ 99 % of a bounded parameter's range is flagged, and none with an estimate on a declared bound is identified

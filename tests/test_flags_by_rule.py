@@ -85,3 +85,25 @@ def test_across_the_matrix_no_unit_on_a_declared_bound_is_marked_identified(expe
     for p in model.parameters:
         on = at_bound(fitted[p.name].to_numpy(float), p)
         assert not fitted.loc[on, "identified"].any(), (p.name, fitted.loc[on, [p.name, "null_reason"]])
+
+
+def test_on_the_rw_pm_power_plan_population_no_wide_interval_is_unflagged_no_bound_estimate_identified() -> None:
+    """The population the RW± power plan simulates (medians at the defaults moved by optimism bias 0.2, subjects
+    scattered by the power study's SD, 96 trials), fitted with the flags: every subject whose 95 % interval covers
+    ≥ 99 % of a bounded parameter's range is flagged, and none with an estimate on a declared bound is identified
+    (``benchmarks/studies/flag_shares.py`` prints the shares for every experiment)."""
+    from study_scripts import load_study
+
+    flags = load_study("flag_shares")
+    model, fits = flags.population_fits("instrumental-learning", "rw-pm", 10, seed=3, effect=("optimism_bias", 0.2),
+                                        trials=96)
+    assert len(fits) == 10 and fits["alpha_pos"].notna().all()
+    assert flags.wide_unflagged(model, fits) == 0
+    assert flags.on_bound_identified(model, fits) == 0
+    # the checks can fail: one subject given a whole-range interval, or an estimate on a bound, and marked identified
+    wide = fits.copy()
+    wide.loc[wide.index[0], ["alpha_pos_lo95", "alpha_pos_hi95", "identified"]] = [0.0, 1.0, True]
+    assert flags.wide_unflagged(model, wide) == 1 + flags.wide_unflagged(model, fits.iloc[1:])
+    bound = fits.copy()
+    bound.loc[bound.index[0], ["alpha_neg", "identified"]] = [1.0, True]
+    assert flags.on_bound_identified(model, bound) == 1

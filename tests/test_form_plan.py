@@ -151,3 +151,25 @@ def test_plan_warns_when_its_pilot_does_not_identify_the_form_sd(tmp_path) -> No
     assert any("holds every SD the effect can have" in p for p in sc["problems"])
     text = CliRunner().invoke(app, args)
     assert text.exit_code == 0 and "WARNING: the pilot does not identify τ" in " ".join(text.output.split())
+
+
+def test_a_simulated_forms_plan_computes_its_power_at_the_effect_the_test_sees(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The per-subject MLE of RW±'s optimism bias is shrunk toward 0 (0.2 asked, about 0.17 estimated at 96
+    trials): a simulated forms plan computes its power at the simulated estimates' mean, not at the asked δ,
+    and says both."""
+    from cogtestbed.validation.design import form_plan
+    from cogtestbed.validation.design.plan_text import forms_lines
+
+    scales = form_plan.EffectScales(0.233, 0.0359, "simulated", estimand=0.17, estimand_mc_se=0.01)
+    monkeypatch.setattr(form_plan, "simulated_scales", lambda spec, seed: scales)
+    out = form_plan.plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), [4, 8],
+                                     {"alpha_pos": 0.15}, params={"alpha_pos": 0.5, "alpha_neg": 0.5})
+    assert out["effect"] == 0.2 and out["power_at"] == 0.17
+    chosen = out["chosen"]
+    k, n = chosen["forms"], chosen["subjects_per_form"]
+    assert chosen["power"] == form_plan.forms_power(0.17, 0.233, 0.0359, k, n)
+    at_asked = form_plan.plan_forms(0.2, scales, [4, 8])["chosen"]
+    assert chosen["subjects"] > at_asked["subjects"]  # a smaller effect needs more subjects
+    assert out["scales"]["estimand"] == 0.17
+    text = "\n".join(forms_lines({**out, "effect_name": "optimism_bias"}, "subjects"))
+    assert "the simulated estimates' mean 0.17" in text and "not the asked 0.2" in text

@@ -84,3 +84,18 @@ def test_the_plans_recovery_names_its_test_and_the_estimands_scale() -> None:
     line = recovery_line({"effect_bias": 0.04, "estimand": 1.31, **named, "studies": 10})
     assert f"(estimand {num(1.31)}: the difference of the groups' mean log lambda" in line
     assert f"test: {named['test_name']}" in line
+
+
+def test_every_fit_summary_names_the_scale_its_summary_and_interval_are_on() -> None:
+    """A log-scale parameter's median is read in its own units (the same on the log scale); a mean is taken on
+    the parameter's natural scale: the fit's summary says which, for every parameter."""
+    td = get_experiment("temporal-discounting").model("hyperbolic")
+    rw = get_experiment("instrumental-learning").model("rw-pm")
+    rng = np.random.default_rng(2)
+    out = mle_summary(_fits({"k": np.exp(rng.normal(-3, 1, 10)), "temperature": np.exp(rng.normal(-3, 1, 10))}),
+                      td.parameters.names, td.parameters)
+    assert set(out["summary_scale"]) == set(td.parameters.names)
+    assert out["summary_scale"]["k"].startswith("k's own units") and "log scale" in out["summary_scale"]["k"]
+    fits = _fits({n: rng.uniform(0.1, 0.9, 10) for n in rw.parameters.names})
+    scales = mle_summary(fits, rw.parameters.names, rw.parameters)["summary_scale"]
+    assert scales["alpha_pos"] == "alpha_pos's own (natural) scale"

@@ -49,6 +49,14 @@ def summary_kind(p: Parameter) -> str:
     return "median" if p.transform == "log" else "mean"
 
 
+def summary_scale(p: Parameter) -> str:
+    """The scale ``p``'s summary and its interval are on, in words: a median is the same on every monotone
+    scale (read it in the parameter's own units), a mean is taken on the parameter's own (natural) scale."""
+    if summary_kind(p) == "median":
+        return f"{p.name}'s own units (a median is the same on the log scale the fit works on)"
+    return f"{p.name}'s own (natural) scale"
+
+
 def default_summary(values: np.ndarray, p: Parameter) -> float:
     """:func:`summary_kind`'s statistic of the finite ``values`` (NaN where there is none)."""
     v = np.asarray(values, float)
@@ -122,7 +130,8 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterS
     subjects flagged and the flags' reasons (``flagged``, ``flag_reasons``), and — a labelled
     secondary figure only — the median over the subjects the data pin (``median_pinned_only``).
     Each default summary has its 95 % bootstrap interval over subjects (``summary_ci95``,
-    :func:`bootstrap_interval`, how in ``summary_interval``); ``bias``: the known bias of the
+    :func:`bootstrap_interval`, how in ``summary_interval``) and the scale both are on (``summary_scale``,
+    :func:`summary_scale`); ``bias``: the known bias of the
     summaries at this design (:func:`known_bias`), printed beside them (``summary_bias``, ``notes``).
     Flags name the subjects whose answers identify no model (not fitted) and those whose fit failed
     or whose interval is unbounded."""
@@ -140,6 +149,7 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterS
         out["summary"] = {p.name: default_summary(fitted[p.name].to_numpy(float), p) for p in parameters}
         out["summary_kind"] = {p.name: summary_kind(p) for p in parameters}
         out["summary_ci95"] = {p.name: bootstrap_interval(fitted[p.name].to_numpy(float), p) for p in parameters}
+        out["summary_scale"] = {p.name: summary_scale(p) for p in parameters}
         out["summary_interval"] = (f"95% percentile bootstrap over the {len(fitted)} fitted subjects "
                                    f"({SUMMARY_BOOTSTRAP:,} resamples, seed {SUMMARY_BOOTSTRAP_SEED})")
         if bias:
@@ -164,4 +174,4 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterS
 
 
 __all__ = ["KNOWN_SUMMARY_BIAS", "SUMMARY_BOOTSTRAP", "bias_note", "bootstrap_interval", "default_summary",
-           "flag_kinds", "known_bias", "mle_summary", "summary_kind"]
+           "flag_kinds", "known_bias", "mle_summary", "summary_kind", "summary_scale"]

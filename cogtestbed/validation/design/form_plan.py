@@ -17,7 +17,11 @@ estimates' pooled within-form SD and the one-way ANOVA τ, the package's default
 estimator), else the study itself: τ is the
 SD of the true effect over the forms' offsets (exact, by :data:`TAU_DRAWS` draws of the offset
 distribution, no fitting) and σ the SD of the MLE estimates of :data:`SIGMA_SUBJECTS` simulated
-subjects of one form.  Each subject costs ``dollars_per_subject`` (one session's dry-run price).
+subjects of one form.  The same simulated estimates give the effect the test sees: their mean less the
+null (``estimand``), which the power is computed at — a per-subject MLE of a learning-rate contrast is
+shrunk toward 0 (RW± optimism bias 0.2 at 96 trials: about 0.17), so a power at the asked δ would
+overstate it.  A pilot has no known truth: its plan uses the asked δ.  Each subject costs
+``dollars_per_subject`` (one session's dry-run price).
 """
 
 from __future__ import annotations
@@ -39,8 +43,9 @@ from cogtestbed.validation.studies.form_studies import STUDY_STARTS, FormStudySp
 
 #: Draws of the form offsets whose effect SD is τ (MC error of τ about 0.2 %).
 TAU_DRAWS = 200_000
-#: Simulated subjects of one form whose MLE estimates give σ.
-SIGMA_SUBJECTS = 60
+#: Simulated subjects of one form whose MLE estimates give σ and the estimand (their mean's MC SE σ/√600,
+#: about 5 % of RW± optimism bias 0.2's).
+SIGMA_SUBJECTS = 600
 #: Quantile midpoints of χ² over which :func:`forms_power` averages (error < 1e-4 in power).
 _MIDPOINTS = (np.arange(4000) + 0.5) / 4000
 #: Most subjects per form a plan considers.
@@ -63,6 +68,9 @@ class EffectScales:
     tau_interval: tuple[float, float] | None = None
     level: float = 0.95
     problems: tuple[str, ...] = ()
+    #: The effect the test sees: the mean simulated estimate less the null (None: a pilot's, the asked δ).
+    estimand: float | None = None
+    estimand_mc_se: float | None = None
 
     @property
     def identified(self) -> bool:
@@ -71,6 +79,8 @@ class EffectScales:
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"sigma": self.sigma, "tau": self.tau, "source": self.source}
+        if self.estimand is not None:
+            out.update({"estimand": self.estimand, "estimand_mc_se": self.estimand_mc_se})
         if self.tau_interval is not None:
             out.update({"tau_interval": list(self.tau_interval), "level": self.level,
                         "identified": self.identified, "problems": list(self.problems)})
@@ -112,8 +122,12 @@ def simulated_scales(spec: FormStudySpec, seed: int) -> EffectScales:
     tau = float(np.std(effect_values(spec, pd.DataFrame(shifted), model)))
     table = simulate(exp, spec.agent, SIGMA_SUBJECTS, seed, spec.params, design=spec.design)
     fits = model.fit_mle(table, n_starts=STUDY_STARTS)
-    sigma = float(np.nanstd(effect_values(spec, fits, model), ddof=1))
-    return EffectScales(sigma, tau, f"simulated: τ exact over the offsets, σ from {SIGMA_SUBJECTS} MLE fits")
+    values = effect_values(spec, fits, model)
+    sigma = float(np.nanstd(values, ddof=1))
+    finite = int(np.isfinite(values).sum())
+    return EffectScales(sigma, tau, f"simulated: τ exact over the offsets, σ and the estimand from {SIGMA_SUBJECTS} "
+                                    "MLE fits", estimand=float(np.nanmean(values)) - spec.null,
+                        estimand_mc_se=sigma / math.sqrt(max(finite, 1)))
 
 
 def pilot_scales(spec: FormStudySpec, table: pd.DataFrame, level: float = 0.95) -> EffectScales:
@@ -251,6 +265,7 @@ def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], for
         design_obj = design if design is not None else exp.design_cls()
         dollars = pricer.per_session(design_obj).dollars
     size = effect[1]
-    plan = plan_forms(size, scales, grid, target, alpha, dollars)
+    plan = plan_forms(size if scales.estimand is None else scales.estimand, scales, grid, target, alpha, dollars)
+    plan["power_at"], plan["effect"] = plan["effect"], size  # the power's effect (the estimand where simulated)
     return {"experiment": experiment, "model": model, "effect": {effect[0]: size}, "form_sd": dict(form_sd),
             **plan}

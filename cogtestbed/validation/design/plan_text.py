@@ -94,6 +94,10 @@ def forms_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     out = [f"{payload['experiment']} {payload['model']}: {payload['effect_name']} = {payload['effect']:g} at power "
            f"{payload['target_power']:g}; "
            f"effect SD between forms τ = {tau_text}, one subject's σ = {num(sc['sigma'])} ({sc['source']})"]
+    if sc.get("estimand") is not None:
+        out.append(f"power at the effect the test sees: the simulated estimates' mean {num(sc['estimand'])} ± "
+                   f"{num(sc['estimand_mc_se'])} (the per-subject MLE's, on the test's scale), not the asked "
+                   f"{payload['effect']:g}")
     out += [f"WARNING: the pilot does not identify τ: {problem}; the designs below rest on it (plan from --form-sd "
             "instead)" for problem in sc.get("problems", [])]
     head = ["forms", "subjects/form", "subjects", "power"] + (["power if τ at its upper bound"] if interval else [])

@@ -17,9 +17,9 @@ from cogtestbed.registry import get_experiment
 from cogtestbed.validation.design.monitor_lr import (
     alt_nodes,
     grid_log_e,
+    nuisance_pool,
     null_model_of,
     null_region,
-    nuisance_pool,
     prior_weights,
     refined_null,
     study_crossing,

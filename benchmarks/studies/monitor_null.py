@@ -21,7 +21,6 @@ unconstrained scale), which the declared null does not cover.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from typing import Any
 
@@ -30,12 +29,11 @@ from scipy import stats
 
 from cogtestbed.registry import get_experiment
 from cogtestbed.validation.design.monitor_lr import (
-    NUISANCE_ALPHA,
     NUISANCE_BETA,
     crossings,
+    nuisance_pool,
     null_model_of,
     null_region,
-    nuisance_pool,
     prior_weights,
 )
 from cogtestbed.validation.design.monitor_pools import rate_and_se, upper_bound

@@ -214,9 +214,9 @@ def nuisance_pool(spec: Any, trials: int | None, n: int, seed: int,
     return ll_alt, ll_null, data, mle
 
 
-__all__ = ["HEDGE", "NESTED", "NUISANCE_ALPHA", "NUISANCE_BETA", "alt_nodes", "crossings", "grid_log_e", "null_model_of",
-           "null_nodes", "null_region", "nuisance_pool", "prior_weights", "refined_null", "study_crossing",
-           "subject_loglik"]
+__all__ = ["HEDGE", "NESTED", "NUISANCE_ALPHA", "NUISANCE_BETA", "alt_nodes", "crossings", "grid_log_e",
+           "null_model_of", "null_nodes", "null_region", "nuisance_pool", "prior_weights", "refined_null",
+           "study_crossing", "subject_loglik"]
 
 
 def crossings(null: Any, ll_alt: np.ndarray, ll_null: np.ndarray, data: Sequence[Any], weights: np.ndarray,

@@ -173,10 +173,10 @@ def study_crossing(null: Any, ll_alt: np.ndarray, ll_null: np.ndarray, data: Seq
     num, den = grid_log_e(ll_alt, ll_null, weights)
     log_e = num - den
     bar = -math.log(alpha)
-    for t in np.flatnonzero(log_e >= bar):
+    for t in map(int, np.flatnonzero(log_e >= bar)):
         log_e[t] = num[t] - refined_null(null, data[: t + 1], ll_null[: t + 1].sum(axis=0))
         if log_e[t] >= bar:
-            return int(t) + 1, log_e
+            return t + 1, log_e
     return 0, log_e
 
 

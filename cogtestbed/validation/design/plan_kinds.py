@@ -116,7 +116,7 @@ def _mix_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
 _MIX_ONLY = frozenset({"mix", "estimand", "predictor", "fee", "predictor_cost", "short_share"})
 _POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY - _MIX_ONLY
 #: A precision plan's target is its assurance, not a power at a level.
-_PRECISION = _POWERISH - {"power", "level"}
+_PRECISION = _POWERISH - {"power", "level", "max_seconds"}
 
 #: The package's own plan kinds.
 BUILTIN: tuple[PlanKind, ...] = (

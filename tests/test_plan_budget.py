@@ -33,7 +33,8 @@ def test_a_search_past_the_limit_is_refused_with_the_largest_range_that_fits() -
         check_time(20, 0.01, float, "subjects", range(10, 201), 0.8, 0.2, workers=2)
     # at top 136: (48 x 150 + 240 x 136) x 0.01 / 10 / 2 = 19.9 s; at 137: 20.04 s
     assert str(refused.value) == (
-        "`max_seconds` 20: this plan's search may take up to 31 s (480 simulated studies on 2 workers; one takes "
+        "`max_seconds` 20: this plan's search may take up to 31 s if it settles at the top of the range (480 "
+        "simulated studies on 2 workers; one takes "
         "0.01 s at 10 subjects, more at larger designs); the largest range that fits is `subjects` 10:136 (up to "
         "20 s), or raise `max_seconds`")
     assert check_time(40, 0.01, float, "subjects", range(10, 201), 0.8, 0.2, workers=2).top == 200

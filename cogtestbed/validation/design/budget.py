@@ -100,9 +100,10 @@ def check_time(max_seconds: float, per_study: float, units: Callable[[int], floa
     whole = at(int(values[-1]))
     if whole.seconds <= max_seconds:
         return whole
-    head = (f"`max_seconds` {max_seconds:g}: this plan's search may take up to {duration(whole.seconds)} "
-            f"({whole.studies:,} simulated studies on {workers} worker{'s' * (workers != 1)}; one takes "
-            f"{duration(per_study)} at {at_lo or f'{lo} {axis}'}, more at larger designs)")
+    head = (f"`max_seconds` {max_seconds:g}: this plan's search may take up to {duration(whole.seconds)} if it "
+            f"settles at the top of the range ({whole.studies:,} simulated studies on {workers} "
+            f"worker{'s' * (workers != 1)}; one takes {duration(per_study)} at {at_lo or f'{lo} {axis}'}, "
+            "more at larger designs)")
     top = largest_fitting(values, lambda v: at(int(v)).seconds <= max_seconds)
     if top is None:
         raise InputError(f"{head}; not even {lo} {axis} fits: raise `max_seconds` or `mc_se`, or give more "

@@ -322,10 +322,10 @@ def main() -> None:
     plans = [(f, c) for f, c in (headline_plans() if args.headline else documented_plans())
              if args.only is None or args.only in c]
     print(f"{len(plans)} {'headline' if args.headline else 'documented'} plan commands")
-    picked = None if args.pick is None else {int(k) for k in args.pick.split(",")}
-    for i, (where, command) in enumerate(plans, 1):
-        if picked is not None and i not in picked:
-            continue
+    # --pick's order is the order they run in (the quick ones first on a loaded machine)
+    order = range(1, len(plans) + 1) if args.pick is None else [int(k) for k in args.pick.split(",")]
+    for i in order:
+        where, command = plans[i - 1]
         if args.list:
             print(f"{i:2d} {where}: {command}")
             continue

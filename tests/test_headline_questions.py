@@ -49,3 +49,37 @@ def test_eta_error_compares_each_eta_after_the_first_design_with_the_phase_end()
             (40.0, "fixed plan: simulating 4 runs, 200 trials per run: 12/24 (x), 3 min 30 s elapsed, ETA 10 s\n"),
             (50.0, "4 runs, 100 contexts × 2 repetitions (200 trials per run): power 0 [0, 0.14] (24 sims)\n")]
     assert bench.eta_errors(said) == pytest.approx([3.0, 1.0])  # 60 s said, 20 s took; 10 s said, 10 s took
+
+
+#: The paper's headline question each experiment must declare (its name), beside belief coherence's and risky
+#: choice's above.
+DECLARED = {"bart": "risk", "horizon": "directed exploration", "instrumental-learning": "optimism bias",
+            "probabilistic-reasoning": "prior weighting", "restless-bandit": "metacognition",
+            "temporal-discounting": "score", "two-step": "model-basedness", "collider": "EA",
+            "magnitude": "prior weight", "revealed-belief": "revealed vs stated gap"}
+
+
+def test_every_paper_declares_its_headline_questions() -> None:
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    declared = {name: [q.name for q in get_experiment(name).headline_questions] for name in experiment_names()}
+    assert all(declared[name] for name in experiment_names())
+    assert declared["collider"] == ["EA", "MV", "LAD"]
+    assert all(question in declared[name] for name, question in DECLARED.items())
+
+
+@pytest.mark.parametrize("experiment", sorted(DECLARED))
+def test_each_headline_plan_is_a_request_the_planner_takes(experiment: str, no_simulation: None,
+                                                           monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Each declared plan passes every check of its request and reaches the search's time check (its study
+    timed at an injected hour, so a one-second limit refuses it before anything is simulated)."""
+    import cogtestbed as ct
+    from cogtestbed.cli import run_cli
+    from cogtestbed.validation.design import estimate
+
+    monkeypatch.setattr(estimate, "timed_simulation", lambda spec, smallest: (3600.0, 3600.0))
+    for q in ct.get_experiment(experiment).headline_questions:
+        assert run_cli(["plan", experiment, *q.plan_args, "--workers", "1", "--max-seconds", "1"]) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert last.startswith("error: --max-seconds 1: this plan's search may take up to "), (q.name, last)

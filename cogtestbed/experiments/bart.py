@@ -2,7 +2,14 @@
 
 from cogtestbed.data.cogbench import BART_COLUMNS, import_bart
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.bart import MODELS, cogbench_metrics
 from cogtestbed.tables.bart import SCHEMA
 
@@ -45,4 +52,10 @@ SPEC = ExperimentSpec(
     ),
     adaptive=("each balloon's pumps follow from the subject's own earlier pumps and the drawn explosion points; "
              "there is no design variable to choose between trials"),
+    headline_questions=(
+        HeadlineQuestion.metric("risk", "CogBench risk taking (mean pumps) between two LLMs: targets at 0.5x vs "
+                                "0.6x the optimum", "risk", ("target:target_128=32,target_32=8,target_8=2,noise=2",
+                                                             "target:target_128=38.4,target_32=9.6,target_8=2.4,noise=2"),
+                                "2:40"),
+    ),
 )

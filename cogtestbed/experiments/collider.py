@@ -15,6 +15,7 @@ from cogtestbed.experiments.spec import (
     Decoding,
     ExperimentSpec,
     Generator,
+    HeadlineQuestion,
     Importer,
     MetricsSpec,
     StudyDecl,
@@ -98,4 +99,12 @@ SPEC = ExperimentSpec(
     ),
     adaptive=("answers are continuous ratings (no discrete answer space for an exact information gain) and the "
              "metrics need the published query set in full"),
+    headline_questions=(
+        HeadlineQuestion.metric("EA", "explaining away between two LLMs: weak-EA w 0.5 vs normative", "ea",
+                                ("weak-ea:w=0.5", "weak-ea:w=1"), "2:40"),
+        HeadlineQuestion.metric("MV", "Markov violation between two LLMs: a direct shift δ 0 vs 0.1", "mv",
+                                ("associative:delta=0", "associative:delta=0.1"), "2:40"),
+        HeadlineQuestion.metric("LAD", "deviation from the normative CBN between two LLMs: hedging λ 0.2 vs 0.5", "lad",
+                                ("conservative:lam=0.2", "conservative:lam=0.5"), "2:40"),
+    ),
 )

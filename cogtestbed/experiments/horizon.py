@@ -2,7 +2,14 @@
 
 from cogtestbed.data.cogbench import HORIZON_COLUMNS, HORIZON_EXCLUDED, import_horizon
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.horizon import MODELS, cogbench_metrics
 from cogtestbed.metrics_result import Z_POOLED
 from cogtestbed.tables.horizon import SCHEMA
@@ -52,4 +59,10 @@ SPEC = ExperimentSpec(
     ),
     adaptive=("a learning task: each game's rewards and forced choices are the instrument, and a trial's meaning "
              "depends on the rewards seen so far"),
+    headline_questions=(
+        HeadlineQuestion.metric("directed exploration",
+                                "CogBench directed exploration between two LLMs: information bonus 5 vs 10",
+                                "directed_exploration", ("info-bonus:bonus_h6=5,temperature_h1=5",
+                                "info-bonus:bonus_h6=10,temperature_h1=5"), "100:2000"),
+    ),
 )

@@ -2,7 +2,14 @@
 
 from cogtestbed.data.cogbench import INSTRUMENTAL_COLUMNS, INSTRUMENTAL_MAY_DIFFER, import_instrumental
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.instrumental import MODELS, cogbench_metrics
 from cogtestbed.tables.instrumental import SCHEMA
 
@@ -50,4 +57,8 @@ SPEC = ExperimentSpec(
     ),
     adaptive=("a learning task: each trial's outcome feeds the subject's learning, so a trial cannot be chosen "
              "without changing what is learnt"),
+    headline_questions=(
+        HeadlineQuestion.metric("optimism bias", "CogBench optimism bias between two LLMs: RW± 0.5/0.3 vs 0.3/0.3",
+                                "optimism_bias", ("rw-pm:alpha_pos=0.5", "rw-pm:alpha_pos=0.3"), "2:40"),
+    ),
 )

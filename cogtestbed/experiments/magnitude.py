@@ -4,6 +4,7 @@ from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments.spec import (
     Decoding,
     ExperimentSpec,
+    HeadlineQuestion,
     MetricsSpec,
     StudyDecl,
     lazy,
@@ -82,4 +83,9 @@ SPEC = ExperimentSpec(
                           observations=observations, study_design=(
                               ("task", "line-ratio"), ("conditions", ("base",)), ("modalities", ("text",)),
                               ("ranges", ("medium",)))),
+    headline_questions=(
+        HeadlineQuestion.parameter("prior weight",
+                                   "the static Bayesian observer's prior weight between two LLMs (0.3 vs 0.4)",
+                                   "static-bayes", "w_prior=0.1", "2:60"),
+    ),
 )

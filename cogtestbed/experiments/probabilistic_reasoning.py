@@ -2,7 +2,14 @@
 
 from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, PROBABILISTIC_REPEAT_KEY, import_probabilistic
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.probabilistic import MODELS, cogbench_metrics
 from cogtestbed.metrics_result import Z_POOLED
 from cogtestbed.tables.probabilistic import SCHEMA
@@ -51,4 +58,9 @@ SPEC = ExperimentSpec(
     ),
     adaptive=("CogBench's fixed items: the prior and likelihood weightings are regressions over the published item "
              "set"),
+    headline_questions=(
+        HeadlineQuestion.metric("prior weighting", "CogBench prior weighting between two LLMs: 0.6 vs 0.8",
+                                "prior_weighting", ("generalised-bayes:beta_prior=0.6,beta_likelihood=0.4",
+                                "generalised-bayes:beta_prior=0.8,beta_likelihood=0.4"), "10:400"),
+    ),
 )

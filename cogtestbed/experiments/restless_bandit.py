@@ -2,7 +2,14 @@
 
 from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.restless import MODELS, cogbench_metrics
 from cogtestbed.tables.restless import SCHEMA
 
@@ -46,4 +53,8 @@ SPEC = ExperimentSpec(
         performance("Restless bandit", 54.88, 49.98, "RestlessBandit"),
     ),
     adaptive=("a learning task: the drifting rewards and the subject's own history are the instrument"),
+    headline_questions=(
+        HeadlineQuestion.metric("metacognition", "CogBench metacognition between two LLMs: confidence noise 0.5 vs 2",
+                                "metacognition", ("kalman:confidence_noise=0.5", "kalman:confidence_noise=2"), "2:40"),
+    ),
 )

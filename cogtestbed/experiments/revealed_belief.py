@@ -1,6 +1,6 @@
 """Revealed belief vs stated answer on dice, coins, choice and preference items (2024)."""
 
-from cogtestbed.experiments.spec import ExperimentSpec, Generator, MetricsSpec, StudyDecl, lazy
+from cogtestbed.experiments.spec import ExperimentSpec, Generator, HeadlineQuestion, MetricsSpec, StudyDecl, lazy
 from cogtestbed.inference.revealed import METRIC_OPTIONS, revealed_metrics
 from cogtestbed.inference.revealed_model import MODELS
 from cogtestbed.tables.revealed import SCHEMA
@@ -64,4 +64,10 @@ SPEC = ExperimentSpec(
     ),
     adaptive=("answers are probability distributions (no discrete answer space for an exact information gain) and "
              "the metrics compare them item by item over the published item set"),
+    headline_questions=(
+        HeadlineQuestion.metric("revealed vs stated gap",
+                                "Chebyshev distance of revealed from stated beliefs between two LLMs: first-option "
+                                "bias β_first 0 vs 2",
+                                "chebyshev", ("dissonant-sampler", "dissonant-sampler:beta_first=2,theta=8"), "2:40"),
+    ),
 )

@@ -427,6 +427,24 @@ class HeadlineQuestion:
     description: str
     plan_args: tuple[str, ...]
 
+    @classmethod
+    def metric(cls, name: str, description: str, metric: str, settings: tuple[str, str], runs: str,
+               *extra: str) -> HeadlineQuestion:
+        """A metric's difference between two settings (``AGENT:p=v``) run by two LLMs (gpt-4o against
+        gpt-4o-mini), its runs per setting searched over ``runs`` (``LO:HI``)."""
+        return cls(name, description, ("--metric", metric, "--compare", *settings, *TWO_LLMS, "--runs", runs, *extra))
+
+    @classmethod
+    def parameter(cls, name: str, description: str, model: str, effect: str, subjects: str,
+                  *extra: str) -> HeadlineQuestion:
+        """A model parameter's difference (``NAME=SIZE``) between two LLMs, subjects searched over ``subjects``."""
+        return cls(name, description, ("--model", model, "--effect", effect, *TWO_LLMS, "--subjects", subjects,
+                                       *extra))
+
+
+#: The two LLMs a headline question compares (the pair the docs price throughout).
+TWO_LLMS = ("--llm", "openai:gpt-4o", "--llm", "openai:gpt-4o-mini")
+
 
 @dataclass(frozen=True)
 class ExperimentSpec:

@@ -3,7 +3,14 @@
 from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, DISCOUNTING_KEY, import_discounting
 from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.discounting import MODELS, adaptive_space, cogbench_metrics
 from cogtestbed.tables.discounting import SCHEMA
 
@@ -40,4 +47,8 @@ SPEC = ExperimentSpec(
     phenotype=(behaviour("score", "Temporal discounting", 10.3, 9.106, "TemporalDiscounting"),),
     adaptive=AdaptiveDecl("hyperbolic", adaptive_space,
                           "B dollars now vs int(B*f) dollars in m months (16 factors x 6 delays; ours)"),
+    headline_questions=(
+        HeadlineQuestion.metric("score", "CogBench temporal discounting score between two LLMs: k 0.005 vs 0.8",
+                                "score", ("hyperbolic:k=0.005", "hyperbolic:k=0.8"), "2:40"),
+    ),
 )

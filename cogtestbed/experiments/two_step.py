@@ -5,7 +5,14 @@ from cogtestbed.data.psych201_twostep import DATA_SET as SHAHAR
 from cogtestbed.data.psych201_twostep import parse_shahar2019
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments._psych201 import psych201_importer
-from cogtestbed.experiments.spec import ExperimentSpec, MetricsSpec, StudyDecl, lazy, same_name_generators
+from cogtestbed.experiments.spec import (
+    ExperimentSpec,
+    HeadlineQuestion,
+    MetricsSpec,
+    StudyDecl,
+    lazy,
+    same_name_generators,
+)
 from cogtestbed.inference.twostep import MODELS, cogbench_metrics, cogbench_prefix_metrics
 from cogtestbed.metrics_result import Z_POOLED
 from cogtestbed.tables.twostep import SCHEMA
@@ -54,4 +61,8 @@ SPEC = ExperimentSpec(
         performance("Two-step task", 0.527, 0.500, "TwoStepTask"),
     ),
     adaptive=("a learning task: the drifting rewards and transitions the subject has seen are the instrument"),
+    headline_questions=(
+        HeadlineQuestion.metric("model-basedness", "CogBench model-basedness between two LLMs: w 0.3 vs 0.7",
+                                "model_basedness", ("hybrid:w=0.3", "hybrid:w=0.7"), "2:80"),
+    ),
 )

@@ -101,22 +101,15 @@ TIMED_SIMULATIONS = 4
 LOW_END = 2.0
 
 
-def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int,
-                   workers: int = 1) -> str | None:
-    """``plan``'s per-look estimate: a simulation of the smallest design timed here (:data:`TIMED_SIMULATIONS`
-    of them in one chunk; an LLM against people: with its people fitted, as a first look fits them, and
-    for the low end without, as a later look reuses them), scaled to the smallest and the largest design;
-    a look of ``first`` to ``most`` simulations shared among ``workers`` processes (issue 71: the wall a
-    user waits for a look, which ``benchmarks/bench_plans.py`` checks every look against)."""
+def timed_simulation(spec: Any, smallest: Any) -> tuple[float, float] | None:
+    """(seconds, low) of one simulation of the design ``smallest``, timed here: :data:`TIMED_SIMULATIONS` of
+    them in one chunk after one that loads the compiled code; ``low`` the same without fitting people again
+    (an LLM against people: a later look reuses their fits; otherwise ``low`` is ``seconds``).  None when the
+    simulation fails (the plan reports its own errors)."""
     from cogtestbed.validation.design.power_sims import reuses_fits
     from cogtestbed.validation.design.space import study_at
     from cogtestbed.validation.studies.driver import run_chunk
     from cogtestbed.validation.studies.model_studies import forget_people
-    from cogtestbed.validation.studies.study_data import design_for_trials
-
-    def units(point: Any) -> float:
-        design = design_for_trials(exp, point.trials, point.design(spec.design))
-        return float(point.subjects) * float(design.n_trials) * float(point.runs)
 
     study = study_at(spec, smallest, TIMED_SIMULATIONS)
     payload, tasks = study.model_dump_json(), study.tasks()
@@ -135,7 +128,28 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
         low = timed() if reuses_fits(spec) else seconds
     except Exception:  # noqa: BLE001 - the plan reports its own errors
         return None
-    big = seconds * units(largest) / units(smallest)
+    return seconds, low
+
+
+def design_units(spec: Any, exp: Any, point: Any) -> float:
+    """A design's data size, subjects × trials × runs (a simulation's time is scaled by it)."""
+    from cogtestbed.validation.studies.study_data import design_for_trials
+
+    design = design_for_trials(exp, point.trials, point.design(spec.design))
+    return float(point.subjects) * float(design.n_trials) * float(point.runs)
+
+
+def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int, most: int,
+                   workers: int = 1, timed: tuple[float, float] | None = None) -> str | None:
+    """``plan``'s per-look estimate: a simulation of the smallest design timed here (:func:`timed_simulation`,
+    or ``timed`` as it returned), scaled to the smallest and the largest design; a look of ``first`` to
+    ``most`` simulations shared among ``workers`` processes (the wall a user waits for a look, which
+    ``benchmarks/bench_plans.py`` checks every look against)."""
+    timed = timed if timed is not None else timed_simulation(spec, smallest)
+    if timed is None:
+        return None
+    seconds, low = timed
+    big = seconds * design_units(spec, exp, largest) / design_units(spec, exp, smallest)
     unscaled = "".join(f"; {name} not counted" for name, _ in smallest.fields)
     shared = max(1, int(workers))
     on = f"on {shared} workers (shared among them)" if shared > 1 else "on 1 worker"
@@ -146,4 +160,5 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
             "the search looks at as many designs as it needs, each printed as it finishes")
 
 
-__all__ = ["StudyEstimate", "plan_look_line", "study_estimate", "task_units", "timed_task"]
+__all__ = ["StudyEstimate", "design_units", "plan_look_line", "study_estimate", "task_units", "timed_simulation",
+           "timed_task"]

@@ -130,7 +130,7 @@ _MIX_ONLY = frozenset({"mix", "estimand", "predictor", "fee", "predictor_cost", 
 _MIX_SHARED = frozenset({"model", "precision", "human", "level", "llm", "prices", "allow_unpriced", "max_cost"})
 _POWERISH = _EVERY - _FORMS_ONLY - _ADAPTIVE_ONLY - _MONITOR_ONLY - _MIX_ONLY
 #: A precision plan's target is its assurance, not a power at a level.
-_PRECISION = _POWERISH - {"power", "level"}
+_PRECISION = _POWERISH - {"power", "level", "max_seconds"}
 
 #: The package's own plan kinds.
 BUILTIN: tuple[PlanKind, ...] = (

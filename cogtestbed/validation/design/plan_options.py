@@ -129,6 +129,8 @@ class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode
                    "or LOW:HIGH; without it (or a --pilot of the model) a plan for a reasoning model is refused.")
 
 
+#: The largest ``max_seconds`` of a plan (30 days: a limit beyond it limits nothing).
+MAX_PLAN_SECONDS = 30 * 86_400
 #: A simulated sequential study of the search (RW± optimism bias 0.2: about 42 subjects fitted, 1.9 CPU-ms each;
 #: docs/benchmarks.md, ``bench_seqplan.py --auto``).
 SEQ_STUDY_CPU_SECONDS = 0.08
@@ -263,6 +265,12 @@ class PlanRequest(variant(ExperimentName, defaults={"experiment": MISSING}, pres
     sizes: PlanSizes = group(PlanSizes, "Sizes")
     simulated: PlanSubjects = group(PlanSubjects, "Simulated subjects")
     mc_se: float = option(0.03, help="Largest Monte-Carlo SE of the chosen design's power.")
+    max_seconds: int | None = option(
+        None, min=1, max=MAX_PLAN_SECONDS,
+        help="Refuse, before it starts, a search that may run past this many seconds (timed on one simulated study "
+             "x the studies the search needs, at the top of the searched range), naming the largest range that "
+             "fits. The steps after the fixed search (looks, monitor, hierarchical refit) are not counted. "
+             "Default: no limit.")
     sequential: PlanSequential = group(PlanSequential, "Sequential plan")
     analysis: PlanFit = group(PlanFit, "Fit")
     prompt_forms: PlanForms = group(PlanForms, "Prompt forms")

@@ -138,8 +138,7 @@ def _power_plan(exp: Any, req: PlanRequest, ctx: PlanContext, then: _Then | None
     n_workers = req.workers if req.workers is not None else (os.cpu_count() or 1)
     planner = Planner(spec, pricer, size, others, target=req.target.power, max_cost=lm.max_cost, mc_se=req.mc_se,
                       workers=n_workers, extend_to=_extend_to(size.name, st.subjects, st.runs), on_progress=say)
-    if say is not None:
-        _say_look_estimate(planner, say)
+    _say_look_estimate(planner, say, req.max_seconds)
     with heartbeat(say):
         result = planner.plan()
         payload = plan_payload(result, pricer, exp, lm.max_cost, st.pilot_info)
@@ -608,18 +607,34 @@ def check_sequential_options(looks: int | str | None, spending: str, futility: b
         raise InputError("`null` names the agent under which a test's null holds: it goes with `test`")
 
 
-def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
-    """The plan's up-front estimate per look (:func:`cogtestbed.validation.design.estimate.plan_look_line`)."""
-    from cogtestbed.validation.design.estimate import plan_look_line
+def _say_look_estimate(planner: Any, say: Say, max_seconds: int | None) -> None:
+    """The plan's up-front estimate per look (:func:`cogtestbed.validation.design.estimate.plan_look_line`),
+    and its search refused when it may run past ``max_seconds`` (:func:`~.budget.check_time`: the other axes
+    at their top, one simulation of the smallest design timed and scaled by size)."""
+    from cogtestbed.validation.design import estimate
+    from cogtestbed.validation.design.budget import check_time
     from cogtestbed.validation.design.plan import FIRST_BATCH
     from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS
 
+    if say is None and max_seconds is None:
+        return
     size, others = planner.size, planner.others
+    top = {a.name: a.values[-1] for a in others}
     smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
-    largest = planner.point(size.values[-1], {a.name: a.values[-1] for a in others})
-    line = plan_look_line(planner.spec, planner.exp, smallest, largest, FIRST_BATCH, DECIDE_MAX_SIMS,
-                          planner.power.workers)
-    if line is not None:
+    timed = estimate.timed_simulation(planner.spec, smallest)
+    if timed is None:
+        return
+
+    def units(v: int) -> float:
+        return estimate.design_units(planner.spec, planner.exp, planner.point(v, top))
+
+    if max_seconds is not None:
+        per_study = timed[0] * units(size.values[0]) / estimate.design_units(planner.spec, planner.exp, smallest)
+        check_time(max_seconds, per_study, units, size.name, size.values, planner.target, planner.mc_se,
+                   planner.power.workers, planner.point(size.values[0], top).label(size.name, planner.spec))
+    line = estimate.plan_look_line(planner.spec, planner.exp, smallest, planner.point(size.values[-1], top),
+                                   FIRST_BATCH, DECIDE_MAX_SIMS, planner.power.workers, timed)
+    if line is not None and say is not None:
         say(line)
 
 

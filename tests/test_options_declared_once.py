@@ -225,7 +225,8 @@ def test_ct_plan_takes_every_keyword_it_took_before() -> None:
 REQUIRED = inspect.Parameter.empty
 KEYWORDS_BEFORE: dict[str, dict[str, object]] = {
     "fit": {"method": "mle", "source": "auto", "unit": "auto", "separate_runs": False, "draws": 1000,
-            "max_draws": None, "chains": 4, "seed": 0, "lapse": "none", "form_effects": None, "sessions": None},
+            "max_draws": None, "chains": 4, "seed": 0, "lapse": "none", "form_effects": None, "sessions": None,
+            "posterior_predictive": False},
     "build_population": {"model": REQUIRED, "name": REQUIRED, "source": "", "from_source": "auto", "draws": 1000,
                          "tune": None, "chains": 4, "max_draws": 8000, "seed": 0, "sampler": "auto",
                          "allow_unconverged": False,

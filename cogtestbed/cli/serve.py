@@ -41,8 +41,8 @@ class ServeRequest:
              "--reasoning-as o3).")
     max_body: int = option(MAX_BODY_BYTES, min=1, max=2**30, cost=Cost("bytes per request body", bytes=1.0),
                            help="Largest request body in bytes; larger ones get 413.")
-    max_seconds: float = option(MAX_GENERATION_SECONDS, min=0.001,
-                                help="Longest generation of one request, in seconds.")
+    generation_seconds: float = option(MAX_GENERATION_SECONDS, min=0.001, flags=("--max-seconds",),
+                                       help="Longest generation of one request, in seconds.")
     max_queue: int = option(MAX_QUEUE, min=1, max=10_000,
                             cost=Cost("requests held at once", note="each with its body in memory"),
                             help="Most requests held at once, one computing per model; more get 429.")
@@ -63,7 +63,7 @@ def serve(req: ServeRequest) -> None:
     from cogtestbed.llm_adapters.servers.server import fault_injector, run_server
 
     faults = fault_injector(req.fail_rate, req.status, req.drop, req.delay, req.retry_after, req.fault_seed)
-    code = run_server(list(req.served or ()), req.host, req.port, faults, req.max_body, req.max_seconds,
+    code = run_server(list(req.served or ()), req.host, req.port, faults, req.max_body, req.generation_seconds,
                       req.max_queue, list(req.reasoning_as or ()))
     # a generation still running in a worker thread cannot be interrupted: end the process here
     for stream in (sys.stdout, sys.stderr):

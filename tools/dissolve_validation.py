@@ -153,11 +153,17 @@ def rewrite(text: str, table: dict[str, str]) -> str:
         full = raw if raw.startswith("cogtestbed/") else "cogtestbed/" + raw
         trail = "." if full.endswith(".") and not full.endswith(".py") else ""
         full = full[: len(full) - len(trail)]
+        folder, _, name = full.rpartition("/")
+        if "." in name and not name.endswith(".py"):  # a data file: its folder moves
+            return path_of(folder, raw) + "/" + name + trail
+        return path_of(full, raw) + trail
+
+    def path_of(full: str, raw: str) -> str:
         dotted = _rename(_module(full) if full.endswith(".py") else full.rstrip("/").replace("/", "."), table)
         new = dotted.replace(".", "/") + (".py" if full.endswith(".py") else "") + ("/" if full.endswith("/") else "")
         if new.startswith("cogtestbed/") and not raw.startswith("cogtestbed/"):
             new = new[len("cogtestbed/"):]
-        return new + trail
+        return new
 
     return _PATH.sub(path, text)
 

@@ -10,7 +10,8 @@ Where each module goes (:func:`target_of`, the rules in order):
   ``validation/conformance/*`` -> ``cogtestbed/conformance/``;
 * ``validation/design/*`` -> ``cogtestbed/planning/``, except the modules of one plan kind, which go to
   ``cogtestbed/planning/kinds/<kind>/`` by name (:data:`KIND_RULES`: ``seq*`` and ``runlooks`` -> sequential,
-  ``monitor_*`` and ``eprocess`` -> monitor, ``mix*`` -> mix, ``form*`` -> forms, ...);
+  ``monitor_*`` and ``eprocess`` -> monitor, ``mix*`` -> mix, ``form*`` -> forms, ...; ``kinds.py``, the kind
+  contract, becomes ``planning/kinds/__init__.py``);
 * any other file under ``validation/`` (one a later merge adds in a new sub-folder) is reported, not moved.
 
 Every reference is then rewritten through the same table: dotted module names (imports, ``"module:attr"`` strings,
@@ -64,6 +65,8 @@ def target_of(rel: str) -> str | None:
     base = PACKAGES[parts[0]]
     if parts[0] == "design" and len(parts) == 2 and parts[1].endswith(".py"):
         stem = parts[1][:-3]
+        if stem == "kinds":  # the kind contract is the kinds package itself
+            return f"{base}/kinds/__init__.py"
         for kind, rule in KIND_RULES:
             if rule.match(stem):
                 return f"{base}/kinds/{kind}/{parts[1]}"
@@ -269,9 +272,10 @@ def recorded_moves() -> dict[str, str]:
                          ("cogtestbed/conformance", "conformance"), ("cogtestbed/planning", "design")):
         for p in (ROOT / new_pkg).rglob("*.py") if (ROOT / new_pkg).exists() else []:
             rel = p.relative_to(ROOT).as_posix()
-            old = f"{OLD}/{sub}/{p.name}"
-            if target_of(old) == rel:
-                out[old] = rel
+            for name in (p.name, f"{p.parent.name}.py"):
+                old = f"{OLD}/{sub}/{name}"
+                if target_of(old) == rel:
+                    out[old] = rel
     if (ROOT / "cogtestbed/study_errors.py").exists():
         out[f"{OLD}/errors.py"] = "cogtestbed/study_errors.py"
     return out

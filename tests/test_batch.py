@@ -175,9 +175,9 @@ def test_batch_is_refused_in_one_line_where_it_cannot_run(tmp_path: Path, capsys
 
 
 def test_plan_prices_batch_mode_at_the_discount_and_shows_the_standard_price() -> None:
+    from cogtestbed.planning.plan_report import summary_line
+    from cogtestbed.planning.pricing import Pricer
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.plan_report import summary_line
-    from cogtestbed.validation.design.pricing import Pricer
 
     exp = get_experiment("two-step")
     design = exp.env_cls.design_cls(n_days=4)

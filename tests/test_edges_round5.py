@@ -417,7 +417,7 @@ def test_json_depth_counts_without_recursion() -> None:
                                                   ("1000:100000", True), ("1000:90000", False)])
 def test_a_plans_assumed_reasoning_tokens_stay_within_the_row(assumed: str, refused: bool) -> None:
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.design.request import hidden_tokens
+    from cogtestbed.planning.request import hidden_tokens
 
     if not refused:
         assert hidden_tokens(["openai:gpt-4o", "openai:o3"], None, assumed, None).kinds["all"].calls == 0

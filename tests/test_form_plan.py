@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from cogtestbed.environments.forms import FormDesign, FormError
-from cogtestbed.validation.design.form_plan import (
+from cogtestbed.planning.kinds.forms.form_plan import (
     EffectScales,
     forms_power,
     naive_subjects,
@@ -16,7 +16,7 @@ from cogtestbed.validation.design.form_plan import (
     plan_forms,
     plan_forms_study,
 )
-from cogtestbed.validation.studies.form_studies import form_study_spec
+from cogtestbed.studies.form_studies import form_study_spec
 
 
 @pytest.mark.parametrize(("k", "n"), [(4, 10), (3, 50), (8, 5)])
@@ -103,8 +103,8 @@ def test_pilot_problems_say_when_a_pilot_does_not_identify_the_form_sd() -> None
     """Estimates at a bound in half the pilot or more, or τ = 0, make the pilot's τ no estimate."""
     import pandas as pd
 
+    from cogtestbed.planning.kinds.forms.form_plan import pilot_problems
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.form_plan import pilot_problems
 
     model = get_experiment("instrumental-learning").model("rw-pm")
     spec = form_study_spec("instrumental-learning", "rw-pm", FormDesign(tuple(range(4)), {}), 8,

@@ -172,8 +172,8 @@ def test_extended_thinking_against_the_emulator(model, tmp_path: Path) -> None:
 
 
 def test_a_plan_for_a_reasoning_model_needs_a_pilot_or_an_assumption() -> None:
+    from cogtestbed.planning.pricing import Pricer
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.pricing import Pricer
 
     exp = get_experiment("instrumental-learning")
     with pytest.raises(InputError, match=r"^openai:o3 is a reasoning model: .*`assume_reasoning_tokens`"):

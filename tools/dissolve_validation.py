@@ -177,9 +177,9 @@ def _layers(text: str) -> str:
     text = text.replace("``validation/__init__.py``", "``planning/__init__.py``")
     text = text.replace("(``cogtestbed.studies`` before ``cogtestbed.validation``)",
                         "(``cogtestbed.planning.kinds`` before ``cogtestbed.planning``)")
-    return text.replace('"cogtestbed.plugins", "cogtestbed.shims",',
-                        '"cogtestbed.plugins", "cogtestbed.shims", "cogtestbed.study_errors",', 1) \
-        if '"cogtestbed.shims", "cogtestbed.study_errors"' not in text else text
+    return text.replace('"cogtestbed.subject_draws", "cogtestbed.bounds"),',
+                        '"cogtestbed.subject_draws", "cogtestbed.bounds",\n     "cogtestbed.study_errors"),', 1) \
+        if '"cogtestbed.study_errors"),' not in text else text
 
 
 def _git(*args: str) -> str:

@@ -55,7 +55,7 @@ def _people(data_set: str) -> tuple[Any, Any, Any]:
 @functools.cache
 def labels(data_set: str) -> Any:
     """Each person's MLE of the data set's estimand (fitted once)."""
-    from cogtestbed.validation.design.mix import person_estimates
+    from cogtestbed.planning.kinds.mix.mix import person_estimates
 
     _, model, table = _people(data_set)
     return person_estimates(model, table, str(DATA_SETS[data_set][3]))
@@ -64,7 +64,7 @@ def labels(data_set: str) -> Any:
 @functools.cache
 def predicted(data_set: str, predictor: str, seed: int) -> Any:
     """The predictor's prediction of each person's estimand (fitted once)."""
-    from cogtestbed.validation.design.mix import predictions
+    from cogtestbed.planning.kinds.mix.mix import predictions
 
     _, model, table = _people(data_set)
     return predictions(predictor, model, table, str(DATA_SETS[data_set][3]), seed)
@@ -72,7 +72,7 @@ def predicted(data_set: str, predictor: str, seed: int) -> Any:
 
 def row(data_set: str, predictor: str, n: int, reps: int, seed: int) -> dict[str, Any]:
     """One row of the table (module docstring)."""
-    from cogtestbed.validation.design.mix import (
+    from cogtestbed.planning.kinds.mix.mix import (
         check_pairs,
         classical_interval,
         ppi_correlation,

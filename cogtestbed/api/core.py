@@ -20,7 +20,7 @@ from cogtestbed.api.workflow_options import CheckRequest, MetricsRequest
 from cogtestbed.errors import DataError, InputError
 from cogtestbed.request import api_leaves, build, derive_api, keyword, request_block
 from cogtestbed.simulate_options import SimulateRequest
-from cogtestbed.validation.studies.study_options import FitTableRequest
+from cogtestbed.studies.study_options import FitTableRequest
 
 #: The keywords of :func:`metrics` that are its request's, not the experiment's metrics options.
 _METRICS_REQUEST_KEYWORDS = frozenset(leaf.name for leaf in api_leaves(MetricsRequest))
@@ -28,11 +28,11 @@ _METRICS_REQUEST_KEYWORDS = frozenset(leaf.name for leaf in api_leaves(MetricsRe
 if TYPE_CHECKING:
     import pandas as pd
 
+    from cogtestbed.conformance.suite import ConformanceReport
     from cogtestbed.environments.base import Design
     from cogtestbed.experiments.spec import ExperimentSpec
     from cogtestbed.inference.hierarchical import BayesFit
     from cogtestbed.metrics_result import MetricsReport
-    from cogtestbed.validation.conformance.suite import ConformanceReport
 
 @public()
 def experiments() -> list[str]:
@@ -544,8 +544,8 @@ def check(spec_or_name: str | ExperimentSpec, **options: Any) -> ConformanceRepo
     the published data of the importer check (default ``$COGTESTBED_DATA_DIR``).  Returns the
     report (``.passed``, ``.results``, ``.failures``, ``.table()``); a failing check does not
     raise (``report.raise_for_failures()`` does)."""
-    from cogtestbed.validation.conformance.config import DATA_DIR_ENV
-    from cogtestbed.validation.conformance.suite import check_experiment
+    from cogtestbed.conformance.config import DATA_DIR_ENV
+    from cogtestbed.conformance.suite import check_experiment
 
     req = build(CheckRequest, options)
     quick, data_dir, checks = req.quick, req.data_dir, req.checks

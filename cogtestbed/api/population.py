@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
 from cogtestbed.request import build, derive_api
-from cogtestbed.validation.studies.population_options import BuildPopulationRequest, PopulationFromFitRequest
+from cogtestbed.studies.population_options import BuildPopulationRequest, PopulationFromFitRequest
 
 if TYPE_CHECKING:
     import pandas as pd

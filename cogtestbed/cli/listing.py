@@ -76,7 +76,7 @@ def _print(info: dict[str, Any]) -> None:
 def _flags(text: str) -> str:
     """The library's fields (`` `model` ``) in ``text`` as ``plan``'s flags (``--model``)."""
     from cogtestbed.cli.options import as_flags
-    from cogtestbed.validation.design.plan_options import PlanRequest
+    from cogtestbed.planning.plan_options import PlanRequest
 
     return as_flags(text, (PlanRequest,))
 

@@ -1,5 +1,5 @@
 """The settings every conformance check reads (:class:`CheckConfig`), apart from the suite so
-that the checks of :mod:`~cogtestbed.validation.conformance.table_checks` can name it."""
+that the checks of :mod:`~cogtestbed.conformance.table_checks` can name it."""
 
 from __future__ import annotations
 

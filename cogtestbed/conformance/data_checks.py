@@ -1,5 +1,5 @@
 """Conformance checks of an experiment's data and metrics (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): the importers load published files into
+:data:`cogtestbed.conformance.suite.CHECKS`): the importers load published files into
 schema-valid tables the metrics run on (:func:`check_importers`), and the metrics return a
 conforming :class:`~cogtestbed.metrics_result.MetricsResult` on every agent's table
 (:func:`check_metrics_result`).
@@ -15,12 +15,12 @@ from typing import Any
 
 import pandas as pd
 
+from cogtestbed.conformance.config import DATA_DIR_ENV, CheckConfig
+from cogtestbed.conformance.edge_checks import sniffed_files
+from cogtestbed.conformance.harness import agent_names, fail, small_design
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.metrics_result import headline_problems, metrics_result_problems
-from cogtestbed.validation.conformance.config import DATA_DIR_ENV, CheckConfig
-from cogtestbed.validation.conformance.edge_checks import sniffed_files
-from cogtestbed.validation.conformance.harness import agent_names, fail, small_design
-from cogtestbed.validation.errors import NotApplicable
+from cogtestbed.study_errors import NotApplicable
 
 #: Subjects (CogBench runs) of an imported file whose metrics the quick importer check computes.
 QUICK_IMPORT_UNITS = 2

@@ -1,5 +1,5 @@
 """Conformance checks at the edges of an experiment's input (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`):
+:data:`cogtestbed.conformance.suite.CHECKS`):
 
 * :func:`check_importer_conflicts`: every importer follows :mod:`cogtestbed.data.rows`: a header
   naming a column twice is refused; where the file has a row key, a copy of a row that disagrees
@@ -8,7 +8,7 @@
   ``repeat_key`` (run and condition), a second judgement that differs is refused by default in one
   line naming run, condition and the override ``sessions='split'``, which numbers it as the run's
   next session (:func:`repeat_problems`).
-* ``check_bound_edges`` (in :mod:`~cogtestbed.validation.conformance`, through
+* ``check_bound_edges`` (in :mod:`~cogtestbed.conformance`, through
   :func:`bound_edge_problems`): every agent simulates at each declared bound of each parameter, and at
   the nearest double inside it, for two seeds, or refuses the value in one line.
 """
@@ -22,13 +22,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cogtestbed.validation.conformance.harness import fail
-from cogtestbed.validation.errors import NotApplicable
+from cogtestbed.conformance.harness import fail
+from cogtestbed.study_errors import NotApplicable
 
 if TYPE_CHECKING:
+    from cogtestbed.conformance.config import CheckConfig
     from cogtestbed.environments.base import Design
     from cogtestbed.experiments.spec import ExperimentSpec, Importer
-    from cogtestbed.validation.conformance.config import CheckConfig
 
 
 def sniffed_files(spec: ExperimentSpec, source: str, root: Path, problems: list[str]) -> list[Path]:

@@ -1,5 +1,5 @@
 """Conformance checks of an experiment's environment and simulation paths (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): the tables module beside the environment
+:data:`cogtestbed.conformance.suite.CHECKS`): the tables module beside the environment
 (:func:`check_tables_module`), the declared phases (:func:`check_phases`), gymnasium's env checker
 (:func:`check_gymnasium_env`), seeded determinism (:func:`check_seeded_determinism`), the batch
 path against the step path (:func:`check_batch_equals_step`) and lapses (:func:`check_lapses`).
@@ -12,12 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.environments.base import Phase, TextEnv
-from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.lapse import Lapse
-from cogtestbed.schema import TrialSchema
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import (
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import (
     CHECK_LAPSE,
     agent_names,
     fail,
@@ -26,7 +22,11 @@ from cogtestbed.validation.conformance.harness import (
     small_design,
     table_bytes,
 )
-from cogtestbed.validation.errors import ConformanceError
+from cogtestbed.environments.base import Phase, TextEnv
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.lapse import Lapse
+from cogtestbed.schema import TrialSchema
+from cogtestbed.study_errors import ConformanceError
 
 #: gymnasium env-checker warnings that are advice, not contract breaches: scalar (shape ())
 #: Box values given as numpy scalars rather than 0-d arrays, and unbounded Box spaces (a reward

@@ -17,12 +17,12 @@ import numpy as np
 import pandas as pd
 from gymnasium import spaces
 
+from cogtestbed.conformance.config import QUICK_MAX_STEPS, CheckConfig
 from cogtestbed.environments.base import Design, TextEnv
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.parameters import Parameter, ParameterSet
+from cogtestbed.study_errors import ConformanceError, NotApplicable
 from cogtestbed.trials import table_to_parquet
-from cogtestbed.validation.conformance.config import QUICK_MAX_STEPS, CheckConfig
-from cogtestbed.validation.errors import ConformanceError, NotApplicable
 
 #: Lapse rates (invalid, random) of the simulated data on which the likelihood checks score every
 #: model's lapse variant (:func:`cogtestbed.inference.base.with_lapse`, ε fitted, so ε > 0 at

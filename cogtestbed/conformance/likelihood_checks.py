@@ -1,5 +1,5 @@
 """Conformance checks of an experiment's cognitive models' likelihoods (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): the NLL is the sum of the pointwise
+:data:`cogtestbed.conformance.suite.CHECKS`): the NLL is the sum of the pointwise
 log-likelihood (:func:`check_pointwise_likelihood`), its analytic gradient matches finite
 differences (:func:`check_likelihood_gradient`), the MLE's search-scale objective is the NLL
 (:func:`check_search_objective`), every model takes a lapse term (:func:`check_lapse_likelihood`)
@@ -14,12 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.environments.base import Design
-from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.lapse import Lapse
-from cogtestbed.parameters import ParameterError, ParameterSet
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import (
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import (
     CHECK_LAPSE,
     design_with_trials,
     fail,
@@ -30,7 +26,11 @@ from cogtestbed.validation.conformance.harness import (
     simulate_from_model,
     small_design,
 )
-from cogtestbed.validation.errors import NotApplicable
+from cogtestbed.environments.base import Design
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.lapse import Lapse
+from cogtestbed.parameters import ParameterError, ParameterSet
+from cogtestbed.study_errors import NotApplicable
 
 #: Relative step of the central finite differences of the gradient check.
 FD_STEP = 1e-5

@@ -1,5 +1,5 @@
 """Conformance checks of an experiment under an LLM subject (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): garbage answers are invalid with a reason,
+:data:`cogtestbed.conformance.suite.CHECKS`): garbage answers are invalid with a reason,
 never replaced by a fallback (:func:`check_garbage_answers`), and an LLM run stops at its budget
 without paying for an unfinished subject (:func:`check_llm_budget`).  Both talk to
 :class:`ScriptedClient`, an in-process client that answers from a list.
@@ -15,12 +15,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from cogtestbed.environments.base import Design, TextEnv
-from cogtestbed.errors import InputError
-from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation, LLMClient
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import (
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import (
     agent_names,
     fail,
     is_scored,
@@ -28,6 +24,10 @@ from cogtestbed.validation.conformance.harness import (
     small_design,
     step_space,
 )
+from cogtestbed.environments.base import Design, TextEnv
+from cogtestbed.errors import InputError
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation, LLMClient
 
 #: Answers no environment may accept, at any step.
 GARBAGE_ANSWERS: tuple[str, ...] = ("", "   \n", "banana", "\u2182\u2603\u200b\U0001f642 \u03a9\u2248\u00e7\u221a",

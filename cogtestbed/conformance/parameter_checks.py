@@ -1,5 +1,5 @@
 """Conformance checks of an experiment's parameters (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): out-of-bounds, NaN and unknown values are
+:data:`cogtestbed.conformance.suite.CHECKS`): out-of-bounds, NaN and unknown values are
 refused in one clear line (:func:`check_parameter_bounds`), every agent simulates at its declared
 bounds (:func:`check_bound_edges`) and the studies' prior samplers stay inside them
 (:func:`check_prior_bounds`).
@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.edge_checks import bound_edge_problems
+from cogtestbed.conformance.harness import agent_names, fail, model_names, prior_draws, small_design
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.edge_checks import bound_edge_problems
-from cogtestbed.validation.conformance.harness import agent_names, fail, model_names, prior_draws, small_design
 
 
 def _bad_values(p: Parameter) -> list[float]:
@@ -85,7 +85,7 @@ def check_prior_bounds(spec: ExperimentSpec, config: CheckConfig) -> None:
     the uniform sampler's range and the conformance suite's own prior draws (a log-transformed
     parameter with a finite upper bound maps the real line past it)."""
     from cogtestbed.inference.hierarchical import sample_hierarchical_prior
-    from cogtestbed.validation.studies.study_data import uniform_range
+    from cogtestbed.studies.study_data import uniform_range
 
     rng = np.random.default_rng(config.seed)
     problems = []

@@ -13,7 +13,7 @@ runs every conformance check as one test of its own pytest run::
 
 Each (experiment, check) pair is one test named ``EXPERIMENT-CHECK`` (``pytest -k prior_bounds``
 selects one); a check the experiment declares in ``expected_failures`` is a strict ``xfail`` (it
-fails the run once it passes, like :func:`~cogtestbed.validation.conformance.suite.run_check`'s
+fails the run once it passes, like :func:`~cogtestbed.conformance.suite.run_check`'s
 ``xpass``); a check with nothing to test (no importers, no PyMC model) is skipped with its reason.
 A spec object is registered in the process when its check runs (as :func:`cogtestbed.check`
 does), so the studies a check runs and their workers find it.
@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cogtestbed.conformance.suite import Check
     from cogtestbed.experiments.spec import ExperimentSpec
-    from cogtestbed.validation.conformance.suite import Check
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class PytestCheck:
         import pytest
 
         from cogtestbed.registry import register
-        from cogtestbed.validation.errors import NotApplicable
+        from cogtestbed.study_errors import NotApplicable
 
         register(spec)
         try:
@@ -68,10 +68,10 @@ def parametrize_with_checks(specs: Iterable[ExperimentSpec | str], *, quick: boo
     default: ``$COGTESTBED_DATA_DIR``).  See the module docstring."""
     import pytest
 
+    from cogtestbed.conformance.config import DATA_DIR_ENV
+    from cogtestbed.conformance.suite import CHECKS, experiment_checks
     from cogtestbed.errors import InputError
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.conformance.config import DATA_DIR_ENV
-    from cogtestbed.validation.conformance.suite import CHECKS, experiment_checks
 
     unknown = sorted(set(checks or ()) - set(CHECKS))
     if unknown:

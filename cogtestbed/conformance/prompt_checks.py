@@ -1,5 +1,5 @@
 """Conformance checks of an experiment's prompts (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): every prompt ends as the LLM must continue
+:data:`cogtestbed.conformance.suite.CHECKS`): every prompt ends as the LLM must continue
 it (:func:`check_prompt_continuation`, judged by :func:`prompt_form_problems` and
 :func:`scored_form_problems`), and the declared prompt forms reword without changing the
 information or the play (:func:`check_prompt_forms`).
@@ -13,10 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.environments.base import Design, TextEnv
-from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import (
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import (
     agent_names,
     fail,
     is_scored,
@@ -24,6 +22,8 @@ from cogtestbed.validation.conformance.harness import (
     small_design,
     step_prefix,
 )
+from cogtestbed.environments.base import Design, TextEnv
+from cogtestbed.experiments.spec import ExperimentSpec
 
 #: The cue of CogBench's question/answer prompts (Coda-Forno et al. 2024): a prompt whose last
 #: line starts with it is a completion prompt that the subject continues.

@@ -1,5 +1,5 @@
 """Conformance checks of an experiment's PyMC models (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): each builds with a finite logp
+:data:`cogtestbed.conformance.suite.CHECKS`): each builds with a finite logp
 (:func:`check_pymc_model`), and where it uses its kernel's likelihood its log-likelihood of the
 observations is −Σ NLL (:func:`check_pymc_likelihood`).
 """
@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import fail, model_names, prior_draws, simulate_from_model, small_design
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import fail, model_names, prior_draws, simulate_from_model, small_design
-from cogtestbed.validation.errors import NotApplicable
+from cogtestbed.study_errors import NotApplicable
 
 
 def check_pymc_model(spec: ExperimentSpec, config: CheckConfig) -> None:

@@ -1,5 +1,5 @@
 """Conformance checks of an experiment's studies (registered in
-:data:`cogtestbed.validation.conformance.suite.CHECKS`): every model's parameter-power study runs
+:data:`cogtestbed.conformance.suite.CHECKS`): every model's parameter-power study runs
 (:func:`check_power_study`), the declared studies build (:func:`check_study_declarations`) and run
 once (:func:`check_declared_studies`, slow).
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import fail, model_names, small_design
 from cogtestbed.experiments.spec import ExperimentSpec, StudyDecl
 from cogtestbed.parameters import Parameter
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import fail, model_names, small_design
-from cogtestbed.validation.errors import ConformanceError, NotApplicable
+from cogtestbed.study_errors import ConformanceError, NotApplicable
 
 #: Subjects per data set of a quick smoke run of a declared study, and draws of its SBC chains.
 QUICK_STUDY_SUBJECTS = 4
@@ -32,7 +32,7 @@ def check_power_study(spec: ExperimentSpec, config: CheckConfig) -> None:
     of its first parameter, a between-subject SD of 2 on the unconstrained scale, half the small
     design): its one cell has one simulation of two subjects and a mean estimate inside the
     parameter's bounds, so the population draws stay inside the bounds whatever the transform."""
-    from cogtestbed.validation.studies.driver import run_study, study_spec
+    from cogtestbed.studies.driver import run_study, study_spec
 
     design: dict[str, Any] = {}
     if spec.trials_field is not None:
@@ -58,9 +58,9 @@ def check_power_study(spec: ExperimentSpec, config: CheckConfig) -> None:
 
 def _estimate_of_parameter(study: Any, model: Any, estimate: float) -> float:
     """A one-sample power cell's mean estimate (the effect less its value before it moves, on the
-    test's scale: :func:`~cogtestbed.validation.studies.model_studies.one_sample_values`) as the
+    test's scale: :func:`~cogtestbed.studies.model_studies.one_sample_values`) as the
     parameter's own value on its natural scale."""
-    from cogtestbed.validation.studies.model_studies import effect_scale, one_sample_null
+    from cogtestbed.studies.model_studies import effect_scale, one_sample_null
 
     value = estimate + one_sample_null(study, model)
     return math.exp(value) if effect_scale(model, study.effect) == "log" else value
@@ -69,7 +69,7 @@ def _estimate_of_parameter(study: Any, model: Any, estimate: float) -> float:
 def study_overrides(decl: StudyDecl, config: CheckConfig) -> dict[str, Any]:
     """Settings of a reps = 1 smoke run of a declared study: quick mode keeps the smallest declared
     design point, :data:`QUICK_STUDY_SUBJECTS` subjects and short chains."""
-    from cogtestbed.validation.studies.study_kinds import kind_fields
+    from cogtestbed.studies.study_kinds import kind_fields
 
     if not config.quick:
         return {}
@@ -85,8 +85,8 @@ def study_overrides(decl: StudyDecl, config: CheckConfig) -> dict[str, Any]:
 
 def check_study_declarations(spec: ExperimentSpec, config: CheckConfig) -> None:
     """The experiment declares at least one study, and each builds a study spec that passes
-    :func:`~cogtestbed.validation.studies.driver.check_study` (names, settings, designs; nothing is run)."""
-    from cogtestbed.validation.studies.driver import check_study, spec_from_decl
+    :func:`~cogtestbed.studies.driver.check_study` (names, settings, designs; nothing is run)."""
+    from cogtestbed.studies.driver import check_study, spec_from_decl
 
     if not spec.studies:
         raise ConformanceError(f"{spec.name}: declares no study (StudyDecl in the spec's studies)")
@@ -104,12 +104,12 @@ def check_declared_studies(spec: ExperimentSpec, config: CheckConfig) -> None:
     non-empty results table and summary (quick mode: at its smallest declared design)."""
     if not spec.studies:
         raise NotApplicable(f"{spec.name} declares no studies")
-    from cogtestbed.validation.studies import driver as studies
+    from cogtestbed.studies import driver as studies
 
     runner = getattr(studies, "run_declared_study", None)
     if runner is None:
         raise ConformanceError("the study driver has no generic entry for declared studies "
-                               "(cogtestbed.validation.studies.driver.run_declared_study)")
+                               "(cogtestbed.studies.driver.run_declared_study)")
     problems = []
     for i, decl in enumerate(spec.studies):
         what = f"study {i} ({decl.kind}: {decl.description or decl.model or decl.metric})"

@@ -8,7 +8,7 @@ has nothing it could test (no models, no importers); :func:`experiment_checks` y
 :class:`Check` objects so that pytest can parametrise over (experiment, check)::
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.conformance.suite import check_experiment
+    from cogtestbed.conformance.suite import check_experiment
 
     report = check_experiment(get_experiment("two-step"), raise_on_failure=False)
     print(report.table())
@@ -39,12 +39,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from cogtestbed.errors import InputError
-from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.conformance.config import DATA_DIR_ENV, CheckConfig
-from cogtestbed.validation.conformance.data_checks import check_importers, check_metrics_result
-from cogtestbed.validation.conformance.edge_checks import check_importer_conflicts
-from cogtestbed.validation.conformance.env_checks import (
+from cogtestbed.conformance.config import DATA_DIR_ENV, CheckConfig
+from cogtestbed.conformance.data_checks import check_importers, check_metrics_result
+from cogtestbed.conformance.edge_checks import check_importer_conflicts
+from cogtestbed.conformance.env_checks import (
     check_batch_equals_step,
     check_gymnasium_env,
     check_lapses,
@@ -53,7 +51,7 @@ from cogtestbed.validation.conformance.env_checks import (
     check_tables_module,
     tables_module_name,
 )
-from cogtestbed.validation.conformance.harness import (
+from cogtestbed.conformance.harness import (
     design_with_trials,
     fail,
     first_difference,
@@ -63,7 +61,7 @@ from cogtestbed.validation.conformance.harness import (
     small_design,
     table_bytes,
 )
-from cogtestbed.validation.conformance.likelihood_checks import (
+from cogtestbed.conformance.likelihood_checks import (
     check_lapse_likelihood,
     check_likelihood_gradient,
     check_mle_recovery,
@@ -72,34 +70,36 @@ from cogtestbed.validation.conformance.likelihood_checks import (
     finite_difference_grad,
     recovery_design,
 )
-from cogtestbed.validation.conformance.llm_checks import ScriptedClient, check_garbage_answers, check_llm_budget
-from cogtestbed.validation.conformance.parameter_checks import (
+from cogtestbed.conformance.llm_checks import ScriptedClient, check_garbage_answers, check_llm_budget
+from cogtestbed.conformance.parameter_checks import (
     check_bound_edges,
     check_parameter_bounds,
     check_prior_bounds,
 )
-from cogtestbed.validation.conformance.prompt_checks import (
+from cogtestbed.conformance.prompt_checks import (
     check_prompt_continuation,
     check_prompt_forms,
     prompt_form_problems,
     scored_form_problems,
     strip_format_block,
 )
-from cogtestbed.validation.conformance.pymc_checks import check_pymc_likelihood, check_pymc_model
-from cogtestbed.validation.conformance.study_checks import (
+from cogtestbed.conformance.pymc_checks import check_pymc_likelihood, check_pymc_model
+from cogtestbed.conformance.study_checks import (
     check_declared_studies,
     check_power_study,
     check_study_declarations,
     power_effect,
     study_overrides,
 )
-from cogtestbed.validation.conformance.table_checks import (
+from cogtestbed.conformance.table_checks import (
     check_all_invalid_metrics,
     check_constant_answers,
     check_permuted_table,
     check_schema_fast_path,
 )
-from cogtestbed.validation.errors import ConformanceError, NotApplicable
+from cogtestbed.errors import InputError
+from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.study_errors import ConformanceError, NotApplicable
 
 __all__ = [
     "CHECKS", "DATA_DIR_ENV", "Check", "CheckConfig", "CheckFn", "CheckResult", "ConformanceError",

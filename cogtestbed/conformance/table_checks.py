@@ -1,5 +1,5 @@
 """Conformance checks on an experiment's trial tables and what its metrics make of them (registered
-in :data:`cogtestbed.validation.conformance.suite.CHECKS`):
+in :data:`cogtestbed.conformance.suite.CHECKS`):
 
 * :func:`check_schema_fast_path`: the schema's vectorised check (``TrialSchema.conforms``, which a
   valid table takes without importing pandera) decides as pandera does, on a simulated table and
@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.validation.errors import ConformanceError
+from cogtestbed.study_errors import ConformanceError
 
 if TYPE_CHECKING:
+    from cogtestbed.conformance.config import CheckConfig
     from cogtestbed.experiments.spec import ExperimentSpec
-    from cogtestbed.validation.conformance.config import CheckConfig
 
 #: Seed of the row permutation of :func:`check_permuted_table`.
 PERMUTATION_SEED = 20261123

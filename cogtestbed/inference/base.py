@@ -183,7 +183,7 @@ class CognitiveModel(ABC):
     centre_pinned: ClassVar[bool] = False
     #: Parameters whose per-subject MLE runs to a bound of its search often at the designs the model
     #: is fitted to (a likelihood ridge): a two-group power test compares their estimates by ranks, not
-    #: means (the bounded-estimate rule, :func:`~cogtestbed.validation.studies.model_studies.two_group_test`).
+    #: means (the bounded-estimate rule, :func:`~cogtestbed.studies.model_studies.two_group_test`).
     rank_tested_parameters: ClassVar[tuple[str, ...]] = ()
     #: NUTS target acceptance for hierarchical fits (None: the sampler default of
     #: :func:`cogtestbed.inference.hierarchical.fit_hierarchical`).

@@ -6,12 +6,12 @@
   ``list``, by the plan's refusal and by ``power --metric``'s, through
   :meth:`~cogtestbed.experiments.spec.MetricsSpec.check_comparable`); else a headline metric whose metrics
   result lists it per unit (a Welch t-test on the per-unit values) or with a standard error or interval (a
-  z-test on two pooled estimates; :func:`~cogtestbed.validation.studies.metric_studies.difference_test`).  What
+  z-test on two pooled estimates; :func:`~cogtestbed.studies.metric_studies.difference_test`).  What
   a metrics function returns is known only by running it, which takes seconds to minutes per experiment (a
   JIT-compiled simulator, a bootstrap), so it is probed once per release by :func:`probe_comparisons` on a
   small simulated table and shipped as ``metric_tests.json`` beside this module, with a digest of the metrics
   module's source (:func:`fingerprint`: a stale row is probed again when used; ``python -m
-  cogtestbed.validation.design.capabilities`` rewrites it; tests/test_plan_kinds.py re-probes the fast
+  cogtestbed.planning.capabilities`` rewrites it; tests/test_plan_kinds.py re-probes the fast
   experiments).  An experiment registered from outside the package is probed on first use.
 * **Planned with forms** (``plan --forms``): a model parameter its simulated agent takes under the same name
   (a form shifts the agent's parameter).
@@ -31,7 +31,7 @@ from cogtestbed.errors import InputError
 #: The shipped probe (:func:`probe_comparisons` of every package experiment).
 SHIPPED = Path(__file__).with_name("metric_tests.json")
 #: The key of an experiment's shipped row listing its statistical tests
-#: (:func:`~cogtestbed.validation.studies.metric_studies.probe_tests`).
+#: (:func:`~cogtestbed.studies.metric_studies.probe_tests`).
 TESTS_KEY = "_tests"
 
 
@@ -49,7 +49,7 @@ def fingerprint(exp: Any) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
-#: The name :func:`~cogtestbed.validation.studies.metric_studies.difference_test` gives each declared test.
+#: The name :func:`~cogtestbed.studies.metric_studies.difference_test` gives each declared test.
 TEST_NAMES = {"welch": "Welch t-test on per-unit values", "z": "z-test on two pooled estimates",
               "permutation": "permutation test of the per-unit means"}
 
@@ -67,10 +67,10 @@ def declared_comparisons(exp: Any) -> dict[str, dict[str, str]]:
 def probe_comparisons(exp: Any, seed: int = 0) -> dict[str, dict[str, str]]:
     """``{METRIC: {"test": how two groups' values are compared}}`` or ``{METRIC: {"why": why they cannot be}}``
     for each headline metric of ``exp``: its declaration (:func:`declared_comparisons`), else from its metrics on
-    :data:`~cogtestbed.validation.studies.metric_studies.PROBE_SUBJECTS` simulated subjects of its first declared agent
-    (:func:`~cogtestbed.validation.studies.metric_studies.difference_test`'s rules; nothing is simulated where
+    :data:`~cogtestbed.studies.metric_studies.PROBE_SUBJECTS` simulated subjects of its first declared agent
+    (:func:`~cogtestbed.studies.metric_studies.difference_test`'s rules; nothing is simulated where
     every headline metric is declared)."""
-    from cogtestbed.validation.studies.metric_studies import difference_test, probe_metrics
+    from cogtestbed.studies.metric_studies import difference_test, probe_metrics
 
     out = declared_comparisons(exp)
     rest = [m for m in exp.metrics.headline if m not in out]
@@ -120,13 +120,13 @@ def _probed(exp: Any) -> dict[str, dict[str, str]]:
 
 def statistical_tests(exp: Any) -> list[str]:
     """The tests a test target of ``exp`` may name
-    (:func:`~cogtestbed.validation.studies.metric_studies.probe_tests`): the shipped probe for a package experiment
+    (:func:`~cogtestbed.studies.metric_studies.probe_tests`): the shipped probe for a package experiment
     whose metrics source is unchanged, else probed once a process
-    (:func:`~cogtestbed.validation.studies.metric_studies.named_tests`, the study's own check)."""
+    (:func:`~cogtestbed.studies.metric_studies.named_tests`, the study's own check)."""
     shipped = _shipped().get(exp.name) or {}
     if TESTS_KEY in shipped and shipped.get("_source") == {"fingerprint": fingerprint(exp)}:
         return list(shipped[TESTS_KEY])
-    from cogtestbed.validation.studies.metric_studies import named_tests
+    from cogtestbed.studies.metric_studies import named_tests
 
     return named_tests(exp)
 
@@ -167,7 +167,7 @@ def planning(exp: Any) -> dict[str, Any]:
 def write_shipped(names: list[str] | None = None) -> Path:
     """Probe the package's experiments (``names``; default all) and write :data:`SHIPPED`."""
     from cogtestbed.registry import EXPERIMENTS, get_experiment
-    from cogtestbed.validation.studies.metric_studies import probe_tests
+    from cogtestbed.studies.metric_studies import probe_tests
 
     table: dict[str, Mapping[str, Any]] = dict(_shipped())
     for name in names or list(EXPERIMENTS.builtin_names()):

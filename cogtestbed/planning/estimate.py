@@ -54,7 +54,7 @@ def task_units(spec: Any, default_trials: int, task: dict[str, Any]) -> float:
 def timed_task(payload: str, task: dict[str, Any]) -> tuple[float, Any]:
     """(seconds, rows) of one task, run twice here: the first run loads the compiled code, the
     second is timed (both give the same rows: a task's seed stream is its index)."""
-    from cogtestbed.validation.studies.driver import run_chunk
+    from cogtestbed.studies.driver import run_chunk
 
     run_chunk(payload, [task])
     start = time.perf_counter()
@@ -69,8 +69,8 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
     import os
 
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.labels import design_name
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.labels import design_name
+    from cogtestbed.studies.study_data import design_for_trials
 
     tasks = spec.tasks()
     if len(tasks) < MIN_TASKS:
@@ -108,11 +108,11 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
     for the low end without, as a later look reuses them), scaled to the smallest and the largest design;
     a look of ``first`` to ``most`` simulations shared among ``workers`` processes (issue 71: the wall a
     user waits for a look, which ``benchmarks/bench_plans.py`` checks every look against)."""
-    from cogtestbed.validation.design.power_sims import reuses_fits
-    from cogtestbed.validation.design.space import study_at
-    from cogtestbed.validation.studies.driver import run_chunk
-    from cogtestbed.validation.studies.model_studies import forget_people
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.kinds.power.power_sims import reuses_fits
+    from cogtestbed.planning.space import study_at
+    from cogtestbed.studies.driver import run_chunk
+    from cogtestbed.studies.model_studies import forget_people
+    from cogtestbed.studies.study_data import design_for_trials
 
     def units(point: Any) -> float:
         design = design_for_trials(exp, point.trials, point.design(spec.design))

@@ -4,10 +4,10 @@ reachable from the request alone in under a second, from the command line, cold)
 An experiment's module imports its models, simulators and metrics (numba, scipy, pandas: seconds on a cold
 process); a refusal needs only names, bounds and declarations.  :class:`ExperimentFacts` holds them: each
 model's parameters (name, bounds, default), its contrasts and the parameters its simulated agent takes, and
-each headline metric's comparison between groups (:func:`~cogtestbed.validation.design.capabilities.
+each headline metric's comparison between groups (:func:`~cogtestbed.planning.capabilities.
 comparisons`).  :func:`facts_of` reads them from a loaded experiment (what the checks always read);
 :func:`shipped_facts` from ``plan_facts.json`` beside this module, written by ``python -m
-cogtestbed.validation.design.facts`` (tests/test_plan_kinds.py fails while it differs from :func:`facts_of`
+cogtestbed.planning.facts`` (tests/test_plan_kinds.py fails while it differs from :func:`facts_of`
 of any package experiment), so :func:`cogtestbed.plan` checks a package experiment's request before importing
 it.  A refusal from the shipped facts is the one the loaded experiment gives; a request they pass is checked
 again on the loaded experiment before anything is simulated.
@@ -68,12 +68,12 @@ class ExperimentFacts:
     ``aliases`` (``{ALIAS: METRIC}``); its ``pooling_unit`` (``session``: a subject's runs pooled, so ``runs``
     sizes a model target; ``subject``), its ``trials_field`` (None: a fixed number of trials per run) and
     ``trials_step``, the trials one unit of that field adds to a run of the default design
-    (:func:`~cogtestbed.validation.studies.study_data.trials_step`; 0 where the count is not proportional); and
+    (:func:`~cogtestbed.studies.study_data.trials_step`; 0 where the count is not proportional); and
     each simulated agent's parameters (``agents``: the settings of a metric target, ``compare`` and ``params``);
     its adaptive sessions (``adaptive``: ``{"model": NAME}``, the model choosing the trials, or ``{"refused": WHY}``,
     the line ``--adaptive`` is refused with); the ``tests`` a test target names (its metrics' declared tests and
     the headline metrics whose values are tests:
-    :func:`~cogtestbed.validation.design.capabilities.statistical_tests`)."""
+    :func:`~cogtestbed.planning.capabilities.statistical_tests`)."""
 
     name: str
     models: Mapping[str, ModelFacts]
@@ -154,7 +154,7 @@ def _model_facts(exp: Any, name: str) -> ModelFacts:
 
 def facts_of(exp: Any) -> ExperimentFacts:
     """The facts of a loaded experiment (``exp`` itself where it is already :class:`ExperimentFacts`)."""
-    from cogtestbed.validation.design.capabilities import comparisons, statistical_tests
+    from cogtestbed.planning.capabilities import comparisons, statistical_tests
 
     if isinstance(exp, ExperimentFacts):
         return exp
@@ -175,8 +175,8 @@ def _adaptive_facts(exp: Any) -> dict[str, str]:
 
 def _trials_step(exp: Any) -> int:
     """The trials one unit of ``exp``'s trials field adds to a run of its default design (the step
-    :func:`~cogtestbed.validation.design.space.trials_values` reads); 0 without a trials field."""
-    from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
+    :func:`~cogtestbed.planning.space.trials_values` reads); 0 without a trials field."""
+    from cogtestbed.studies.study_data import design_for_trials, trials_step
 
     if exp.trials_field is None:
         return 0
@@ -185,7 +185,7 @@ def _trials_step(exp: Any) -> int:
 
 def check_metric_target(exp: Any, metric: str) -> None:
     """Refuse, before any simulation, a metric two groups cannot be compared in (with why, and the metrics
-    that can be), from :func:`~cogtestbed.validation.design.capabilities.comparisons` (a declared comparison first,
+    that can be), from :func:`~cogtestbed.planning.capabilities.comparisons` (a declared comparison first,
     :attr:`~cogtestbed.experiments.spec.MetricsSpec.comparisons`: the refusal ``power --metric`` gives) as
     :func:`facts_of` holds it: ``exp`` a loaded experiment or its shipped
     facts (the check then runs before the experiment is imported)."""

@@ -10,7 +10,7 @@ then searches the size axis (subjects) with the hierarchical test, cheaply (:fun
   has the same seed, so sizes share their random numbers), simulated exactly as the power study
   simulates them and fitted hierarchically, as ``cogtestbed fit MODEL RUN/trials.parquet --method
   hierarchical`` fits a run.  The test is the power study's hierarchical test
-  (:func:`cogtestbed.validation.studies.model_studies.task_power`): the effect's contrast of the
+  (:func:`cogtestbed.studies.model_studies.task_power`): the effect's contrast of the
   population-level parameters, rejected when its central (1 − α) posterior interval excludes 0;
 * **step** (:func:`step_size`): below the target power, up; above it by more than
   :data:`DOWN_MARGIN_Z` binomial SEs (at the target, ``sims`` studies), down; by the normal
@@ -18,7 +18,7 @@ then searches the size axis (subjects) with the hierarchical test, cheaply (:fun
   Φ⁻¹(power))``, at most a factor :data:`MAX_STEP_FACTOR` in N), never onto a size tried; a step
   past a size that already brackets the answer (a failing size below a passing one) bisects the
   bracket instead; at most :data:`MAX_STEPS` steps;
-* **decide** each size by a sequential test (:mod:`~cogtestbed.validation.design.sizetest`, issue 47):
+* **decide** each size by a sequential test (:mod:`~cogtestbed.planning.kinds.power.sizetest`, issue 47):
   batches of ``sims`` studies, at most :data:`SIZE_LOOKS`; the size passes when the one-sided lower
   Clopper–Pearson bound of its power (at 1 − 0.05/:data:`SIZE_LOOKS`) reaches the target, fails when
   the upper bound falls below it or when it is still undecided after the last batch.  A failing size
@@ -45,15 +45,15 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.validation.design.power_sims import PowerEvaluator
-from cogtestbed.validation.design.request_checks import check_fit_request
-from cogtestbed.validation.design.sizetest import SizeTest
-from cogtestbed.validation.design.space import MAX_EXTENDED_SIZE
-from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
+from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
+from cogtestbed.planning.kinds.power.sizetest import SizeTest
+from cogtestbed.planning.request_checks import check_fit_request
+from cogtestbed.planning.space import MAX_EXTENDED_SIZE
+from cogtestbed.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Fresh studies ``plan --fit hierarchical`` fits per batch at a size it tries, by default (each a PyMC fit).
 HIERARCHICAL_SIMS = 20
-#: Batches a size may get before its sequential test decides (:mod:`~cogtestbed.validation.design.sizetest`).
+#: Batches a size may get before its sequential test decides (:mod:`~cogtestbed.planning.kinds.power.sizetest`).
 SIZE_LOOKS = 3
 #: Added to the study's seed for the hierarchical search's studies (seeds neither the MLE's search
 #: nor the recovery's fresh studies used).
@@ -76,7 +76,7 @@ MIN_SIZE, MAX_SIZE = 3, MAX_EXTENDED_SIZE
 
 
 def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int | None) -> None:
-    """Refuse a fitter ``plan`` cannot plan with (one line; :func:`~cogtestbed.validation.design.request_checks.
+    """Refuse a fitter ``plan`` cannot plan with (one line; :func:`~cogtestbed.planning.request_checks.
     check_fit_request`, the same from the request alone before anything is imported)."""
     check_fit_request(fit, sims, isinstance(spec, PowerStudy), looks)
 
@@ -85,7 +85,7 @@ def population_effect(spec: PowerStudy, model: Any) -> float:
     """The effect at the population medians the power study simulates (the estimand of the
     hierarchical test's population contrast, less its value before the effect; two groups: the
     second group's minus the first's)."""
-    from cogtestbed.validation.studies.model_studies import population_medians, population_null
+    from cogtestbed.studies.model_studies import population_medians, population_null
 
     assert spec.effect is not None
     medians = population_medians(spec, model)
@@ -186,7 +186,8 @@ def search_sizes(measure: Callable[..., Any], start: int, target: float, sims: i
     ``max_steps`` steps of :func:`step_size` (``top``: no size above it, e.g. the largest affordable).
     With ``test`` (the plan's search), ``measure(n, k)`` gives the estimate on k studies and each size is
     measured until ``test`` decides (:func:`measure_decided`; a size reaches the target only if it passes);
-    without, ``measure(n)`` (an object with ``rate``, e.g. :class:`~cogtestbed.validation.design.power_sims.Estimate`)
+    without, ``measure(n)`` (an object with ``rate``, e.g.
+    :class:`~cogtestbed.planning.kinds.power.power_sims.Estimate`)
     and the point estimate decides."""
     tried: dict[int, Any] = {}
     n: int | None = min(start, top)
@@ -224,7 +225,7 @@ def search_hierarchical(spec: PowerStudy, exp: Any, point: Any, size_name: str, 
     """The size axis searched with the hierarchical test from the MLE's chosen design ``point`` (the
     module docstring): ``sims`` fresh studies fitted hierarchically per size tried, none above ``top``
     (e.g. the largest within ``--max-cost``: :func:`affordable_top`); ``price`` (a design's
-    :class:`~cogtestbed.validation.design.pricing.Cost`) prices each size tried.  ``check``: ``plan.json``'s
+    :class:`~cogtestbed.planning.pricing.Cost`) prices each size tried.  ``check``: ``plan.json``'s
     ``fit_check``."""
     import dataclasses
 

@@ -1,17 +1,17 @@
 """Plan an LLM study before spending: the cheapest design that reaches a target power, in dollars.
 
 ``cogtestbed plan`` joins the two halves the testbed already has: the generic power driver
-(:mod:`cogtestbed.validation.studies.driver`, any of its three power forms: a model parameter or contrast,
+(:mod:`cogtestbed.studies.driver`, any of its three power forms: a model parameter or contrast,
 a metric difference between two settings, a statistical test the metrics function reports) answers
 in subjects × runs × trials, and the dry run of an LLM run (:func:`cogtestbed.llm_adapters.runs.pricing.dry_run`)
 answers in calls, tokens and dollars.  A :class:`Planner` searches the design space the experiment
 declares and prices every design it simulates with that very dry run.
 
 The design space it searches (subjects or runs, runs per subject, trials per session, read from
-the :class:`~cogtestbed.experiments.spec.ExperimentSpec`) is :mod:`~cogtestbed.validation.design.space`;
-the power at a design, simulated in growing batches, :mod:`~cogtestbed.validation.design.power_sims`;
-the prices, :mod:`~cogtestbed.validation.design.pricing`; the recovery at the chosen design,
-:mod:`~cogtestbed.validation.design.recovery`.
+the :class:`~cogtestbed.experiments.spec.ExperimentSpec`) is :mod:`~cogtestbed.planning.space`;
+the power at a design, simulated in growing batches, :mod:`~cogtestbed.planning.kinds.power.power_sims`;
+the prices, :mod:`~cogtestbed.planning.pricing`; the recovery at the chosen design,
+:mod:`~cogtestbed.planning.recovery`.
 
 Search (sequential, after Bosch-style sequential Monte-Carlo power: each design gets simulations
 in growing batches until its power is clearly above or below the target):
@@ -29,7 +29,7 @@ in growing batches until its power is clearly above or below the target):
    candidate is taken.
 
 Every simulated design is priced exactly, through the same dry run as ``cogtestbed run --dry-run``
-(:class:`~cogtestbed.validation.design.pricing.Pricer`), so a plan's calls, tokens and dollars equal
+(:class:`~cogtestbed.planning.pricing.Pricer`), so a plan's calls, tokens and dollars equal
 that command's by construction.  While searching, combinations are ordered and pruned by their
 cost per session.
 
@@ -54,15 +54,15 @@ from scipy import stats
 
 from cogtestbed.errors import CogtestbedError, InputError
 from cogtestbed.formatting import rate_text
+from cogtestbed.planning.ceiling import Ceiling, people_ceiling
+from cogtestbed.planning.kinds.power.power_sims import DECIDE_MAX_SIMS, DECIDE_Z, Estimate, PowerEvaluator, decided
+from cogtestbed.planning.pricing import Cost, Pricer, cost_key
+from cogtestbed.planning.recovery import recovery_at
+from cogtestbed.planning.space import Axis, Point, sessions_per_llm
+from cogtestbed.studies.driver import check_study
+from cogtestbed.studies.study_data import design_for_trials
+from cogtestbed.studies.study_kinds import PlannedStudy, PowerStudy
 from cogtestbed.timings import cpu_seconds
-from cogtestbed.validation.design.ceiling import Ceiling, people_ceiling
-from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS, DECIDE_Z, Estimate, PowerEvaluator, decided
-from cogtestbed.validation.design.pricing import Cost, Pricer, cost_key
-from cogtestbed.validation.design.recovery import recovery_at
-from cogtestbed.validation.design.space import Axis, Point, sessions_per_llm
-from cogtestbed.validation.studies.driver import check_study
-from cogtestbed.validation.studies.study_data import design_for_trials
-from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Largest Monte-Carlo SE of the power at the chosen design (binomial SE √(p(1−p)/sims)).
 DEFAULT_MC_SE = 0.03
@@ -277,7 +277,7 @@ class Planner:
         return len(spec.reference.values) if spec.reference is not None else None
 
     def people_limited(self, combo: Mapping[str, int]) -> bool:
-        """Whether the fixed people's power ceiling (:func:`~cogtestbed.validation.design.ceiling.people_ceiling`,
+        """Whether the fixed people's power ceiling (:func:`~cogtestbed.planning.ceiling.people_ceiling`,
         fitted to every size of ``combo`` simulated so far) is shown below the target; it then holds for
         every LLM design (:attr:`ceiling`), and the search stops."""
         people = self.fixed_people()
@@ -572,12 +572,12 @@ def one_size_table(spec: PlannedStudy, point: Point, sims: int, workers: int, la
 
 def calibration_nulls(result: PlanResult, target: float) -> pd.DataFrame | None:
     """The null studies that calibrate an LLM-against-people plan's test at its chosen design
-    (:func:`~cogtestbed.validation.studies.people_level.calibrate_people_test`'s: as many as its fresh
+    (:func:`~cogtestbed.studies.people_level.calibrate_people_test`'s: as many as its fresh
     studies and at least ``MIN_NULL_STUDIES``, no effect, seeded apart by its ``CALIBRATION_SEED_OFFSET``),
     with each study's LLM group (``llm_values``), which the conditional null rejection reuses; None where
     the plan calibrates nothing (not such a plan, no fresh studies, or a ``target`` not above 0)."""
-    from cogtestbed.validation.design.power_sims import reuses_fits
-    from cogtestbed.validation.studies.people_level import CALIBRATION_SEED_OFFSET, null_study_count
+    from cogtestbed.planning.kinds.power.power_sims import reuses_fits
+    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, null_study_count
 
     fresh = 0 if result.fresh is None else len(result.fresh)
     if not (reuses_fits(result.spec) and fresh and target > 0.0):

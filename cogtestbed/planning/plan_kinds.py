@@ -1,4 +1,4 @@
-"""The plan kinds, registered (issue 67): every plan question is one :class:`~cogtestbed.validation.design.kinds.
+"""The plan kinds, registered (issue 67): every plan question is one :class:`~cogtestbed.planning.kinds.
 PlanKind` in :data:`PLAN_KINDS`, the registry pattern experiments and LLM backends share
 (:class:`cogtestbed.plugins.Registry`: the package's own, the entry-point group ``cogtestbed.plan_kinds``,
 :func:`register_plan_kind` in a script).
@@ -20,7 +20,7 @@ The package's own kinds:
 ========================  ==========================================================================
 
 :func:`plan_request` is the one dispatch :func:`cogtestbed.plan` and the command line use: the kind named
-by the request's ``question``, else the first (by :attr:`~cogtestbed.validation.design.kinds.PlanKind.order`)
+by the request's ``question``, else the first (by :attr:`~cogtestbed.planning.kinds.PlanKind.order`)
 that claims the request; its options checked (:func:`check_request`) before anything is simulated; then
 run.  :meth:`cogtestbed.Plan.save` writes through the same kind.  Nothing here or in its callers branches on a
 kind's name (tests/test_plan_kinds.py reads the dispatch modules' source to keep it so).
@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
+from cogtestbed.planning.kinds import PlanContext, PlanKind, Planned
+from cogtestbed.planning.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
 from cogtestbed.plugins import Registry, named_instance
 from cogtestbed.request import leaves, value
-from cogtestbed.validation.design.kinds import PlanContext, PlanKind, Planned
-from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
 
 #: Entry-point group through which other distributions register plan kinds.
 ENTRY_POINT_GROUP = "cogtestbed.plan_kinds"
@@ -49,67 +49,138 @@ _EVERY = frozenset(leaf.name for leaf in leaves(PlanRequest))
 
 
 def _write_plan(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
-    from cogtestbed.validation.design.plan_report import write_plan
+    from cogtestbed.planning.plan_report import write_plan
 
     return write_plan(dict(payload), out)
 
 
 def _lines(name: str) -> Any:
-    """The text function ``name`` of :mod:`~cogtestbed.validation.design.plan_text` (imported when called)."""
+    """The text function ``name`` of :mod:`~cogtestbed.planning.plan_text` (imported when called)."""
 
     def lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
-        from cogtestbed.validation.design import plan_text
+        from cogtestbed.planning import plan_text
 
         return list(getattr(plan_text, name)(payload, size_name))
 
     return lines
 
 
-def _run(module: str, name: str) -> Any:
-    """The run function ``name`` of ``module`` (imported when a plan of the kind runs)."""
+# Each kind's run and check, imported when a plan of the kind runs or is checked (the command line starts without
+# the planning machinery); direct references, so an editor and a type checker follow them.
 
-    def run(exp: Any, req: Any, ctx: PlanContext) -> Planned:
-        import importlib
+def _run_forms(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.kinds.forms.forms_kind import run_forms
 
-        return getattr(importlib.import_module(module), name)(exp, req, ctx)
-
-    return run
+    return run_forms(exp, req, ctx)
 
 
-def _check(module: str, name: str) -> Any:
-    """The check function ``name`` of ``module`` (imported when a plan of the kind is checked)."""
+def _run_adaptive(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.kinds.adaptive.adaptive_plan import run_adaptive
 
-    def check(exp: Any, req: Any) -> None:
-        import importlib
-
-        getattr(importlib.import_module(module), name)(exp, req)
-
-    return check
+    return run_adaptive(exp, req, ctx)
 
 
-_REQUEST = "cogtestbed.validation.design.request"
-_MONITOR = "cogtestbed.validation.design.monitor_kind"
-_MONITOR_CHECKS = "cogtestbed.validation.design.monitor_checks"
+def _run_precision(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.request import run_precision
+
+    return run_precision(exp, req, ctx)
+
+
+def _run_sequential(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.request import run_sequential
+
+    return run_sequential(exp, req, ctx)
+
+
+def _run_hierarchical(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.request import run_hierarchical
+
+    return run_hierarchical(exp, req, ctx)
+
+
+def _run_power(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.request import run_power
+
+    return run_power(exp, req, ctx)
+
+
+def _run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.kinds.monitor.monitor_kind import run_monitor
+
+    return run_monitor(exp, req, ctx)
+
+
+def _run_mix(exp: Any, req: Any, ctx: PlanContext) -> Planned:
+    from cogtestbed.planning.kinds.mix.mix import run_mix
+
+    return run_mix(exp, req, ctx)
+
+
+def _check_forms(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.kinds.forms.forms_kind import check_forms
+
+    check_forms(exp, req)
+
+
+def _check_adaptive(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.request_checks import check_adaptive
+
+    check_adaptive(exp, req)
+
+
+def _check_precision(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.request import check_precision
+
+    check_precision(exp, req)
+
+
+def _check_sequential(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.request import check_sequential
+
+    check_sequential(exp, req)
+
+
+def _check_hierarchical(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.request import check_hierarchical
+
+    check_hierarchical(exp, req)
+
+
+def _check_target(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.request import check_target
+
+    check_target(exp, req)
+
+
+def _check_monitor(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.kinds.monitor.monitor_checks import check_monitor
+
+    check_monitor(exp, req)
+
+
+def _check_mix(exp: Any, req: Any) -> None:
+    from cogtestbed.planning.kinds.mix.mix import check_mix
+
+    check_mix(exp, req)
 
 
 def _monitor_write(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
-    from cogtestbed.validation.design.monitor_kind import write_monitor
+    from cogtestbed.planning.kinds.monitor.monitor_kind import write_monitor
 
     return write_monitor(payload, out)
 
 
 def _monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
-    from cogtestbed.validation.design.monitor_kind import monitor_lines
+    from cogtestbed.planning.kinds.monitor.monitor_kind import monitor_lines
 
     return monitor_lines(payload, size_name)
 
 
 _MONITOR_ONLY = frozenset({"monitor", "monitor_sims"})
-_MIX = "cogtestbed.validation.design.mix"
 
 
 def _mix_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
-    from cogtestbed.validation.design.mix import mix_lines
+    from cogtestbed.planning.kinds.mix.mix import mix_lines
 
     return mix_lines(payload, size_name)
 
@@ -121,41 +192,38 @@ _PRECISION = _POWERISH - {"power", "level"}
 #: The package's own plan kinds.
 BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("forms", "forms x subjects chosen jointly by dollars for one model effect across prompt forms",
-             _run("cogtestbed.validation.design.forms_kind", "run_forms"), claims=lambda r: r.prompt_forms.forms
-             is not None, check=_check("cogtestbed.validation.design.forms_kind", "check_forms"),
+             _run_forms, claims=lambda r: r.prompt_forms.forms is not None, check=_check_forms,
              accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines"), facts=True),
     PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
-             _run("cogtestbed.validation.design.adaptive_plan", "run_adaptive"),
-             claims=lambda r: bool(r.adaptive_sessions.adaptive),
-             check=_check("cogtestbed.validation.design.request_checks", "check_adaptive"),
+             _run_adaptive, claims=lambda r: bool(r.adaptive_sessions.adaptive), check=_check_adaptive,
              accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",
                                        "allow_unpriced", "model", "assume_reasoning_tokens", "reasoning_effort",
                                        "thinking_budget", "max_tokens", "temperature", "reask", "max_cost"},
              order=20, lines=_lines("adaptive_lines"), facts=True),
     PlanKind("precision", "the cheapest design whose one-subject MLE of a parameter lies within a half-width",
-             _run(_REQUEST, "run_precision"), claims=lambda r: r.target.precision is not None, accepts=_PRECISION,
-             check=_check(_REQUEST, "check_precision"),
+             _run_precision, claims=lambda r: r.target.precision is not None, accepts=_PRECISION,
+             check=_check_precision,
              order=30, lines=_lines("precision_lines"), facts=True),
     PlanKind("sequential", "a group-sequential design (looks, spending, futility) for a target power",
-             _run(_REQUEST, "run_sequential"), claims=lambda r: r.sequential.looks is not None, accepts=_POWERISH,
-             check=_check(_REQUEST, "check_sequential"),
+             _run_sequential, claims=lambda r: r.sequential.looks is not None, accepts=_POWERISH,
+             check=_check_sequential,
              order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("hierarchical", "the size a target power needs with the hierarchical fit the researcher reports",
-             _run(_REQUEST, "run_hierarchical"), claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
-             check=_check(_REQUEST, "check_hierarchical"),
+             _run_hierarchical, claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
+             check=_check_hierarchical,
              order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("power", "the cheapest fixed design reaching a target power: a model parameter (one LLM, two LLMs, an "
-             "LLM against people), a metric difference or a reported test", _run(_REQUEST, "run_power"),
-             claims=lambda r: True, accepts=_POWERISH, check=_check(_REQUEST, "check_target"),
+             "LLM against people), a metric difference or a reported test", _run_power,
+             claims=lambda r: True, accepts=_POWERISH, check=_check_target,
              order=1000, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
     PlanKind("monitor", "an anytime-valid monitor (betting e-process, every subject a look) beside the fixed and the "
-             "group-sequential design at equal power", _run(_MONITOR, "run_monitor"),
+             "group-sequential design at equal power", _run_monitor,
              claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
-             check=_check(_MONITOR_CHECKS, "check_monitor"), order=35, write=_monitor_write, lines=_monitor_lines,
+             check=_check_monitor, order=35, write=_monitor_write, lines=_monitor_lines,
              frontier=True, facts=True),
     PlanKind("mix", "people and a predictor's units mixed for one population mean (prediction-powered inference): "
-             "the cheapest pair beside people alone", _run(_MIX, "run_mix"), claims=lambda r: r.mixed.mix,
-             check=_check(_MIX, "check_mix"), accepts=_MIX_ONLY | {"model", "precision", "human", "level"},
+             "the cheapest pair beside people alone", _run_mix, claims=lambda r: r.mixed.mix,
+             check=_check_mix, accepts=_MIX_ONLY | {"model", "precision", "human", "level"},
              order=5, lines=_mix_lines),
 )
 
@@ -218,7 +286,7 @@ def _same(a: Any, b: Any) -> bool:
 
 def check_request(kind: PlanKind, exp: Any, req: PlanRequest) -> None:
     """The refusals reachable from the request alone, before anything is simulated: the kind's own
-    :attr:`~cogtestbed.validation.design.kinds.PlanKind.check`, then any option given that the kind does not
+    :attr:`~cogtestbed.planning.kinds.PlanKind.check`, then any option given that the kind does not
     read (one line naming the fields; the command line names their flags)."""
     kind.check(exp, req)
     if kind.accepts is None:
@@ -232,14 +300,14 @@ def check_request(kind: PlanKind, exp: Any, req: PlanRequest) -> None:
 
 def check_before_import(experiment: Any, req: PlanRequest) -> None:
     """The refusals reachable from ``req`` alone, on the shipped facts of the package experiment ``experiment``
-    (:func:`~cogtestbed.validation.design.facts.shipped_facts`), before the experiment's module and its
+    (:func:`~cogtestbed.planning.facts.shipped_facts`), before the experiment's module and its
     numerical libraries are imported: a refused request comes in well under a second from a cold command line.
-    A kind whose check reads more than the facts (:attr:`~cogtestbed.validation.design.kinds.PlanKind.facts`
+    A kind whose check reads more than the facts (:attr:`~cogtestbed.planning.kinds.PlanKind.facts`
     false), or an experiment whose facts are not shipped, is checked by :func:`plan_request` alone.  Then a plan
-    against people refuses trials other than theirs (:func:`~cogtestbed.validation.design.people_trials.
+    against people refuses trials other than theirs (:func:`~cogtestbed.planning.kinds.people.people_trials.
     refuse_other_trials`: their table's ``subject`` column or their population file read, nothing imported)."""
-    from cogtestbed.validation.design.facts import shipped_facts
-    from cogtestbed.validation.design.request_checks import check_design_names, check_sources
+    from cogtestbed.planning.facts import shipped_facts
+    from cogtestbed.planning.request_checks import check_design_names, check_sources
 
     kind = choose_kind(req)
     facts = shipped_facts(experiment) if kind.facts else None
@@ -247,7 +315,7 @@ def check_before_import(experiment: Any, req: PlanRequest) -> None:
         check_sources(req)
         check_design_names(facts, req)
         check_request(kind, facts, req)
-        from cogtestbed.validation.design.people_trials import refuse_other_trials
+        from cogtestbed.planning.kinds.people.people_trials import refuse_other_trials
 
         refuse_other_trials(kind.name, req)  # the people's own trials, from their table or population file alone
 
@@ -255,8 +323,8 @@ def check_before_import(experiment: Any, req: PlanRequest) -> None:
 def plan_request(exp: Any, req: PlanRequest, ctx: PlanContext) -> tuple[PlanKind, Planned]:
     """The plan ``req`` asks for, through the registry: its kind chosen (:func:`choose_kind`), its request
     checked (:func:`check_request`), then run: its simulated studies on the Dask scheduler ``req.dask`` where
-    given (:func:`~cogtestbed.validation.design.power_sims.on_cluster`)."""
-    from cogtestbed.validation.design.power_sims import on_cluster
+    given (:func:`~cogtestbed.planning.kinds.power.power_sims.on_cluster`)."""
+    from cogtestbed.planning.kinds.power.power_sims import on_cluster
 
     kind = choose_kind(req)
     check_request(kind, exp, req)

@@ -1,7 +1,7 @@
 """Every option of a plan (``cogtestbed plan``, :func:`cogtestbed.plan`), declared once (issue 51, item 2):
 :class:`PlanRequest` and its sub-objects.  The command line's options and help panels, ``ct.plan``'s
 keywords and the ``request`` block of ``plan.json`` are made from these declarations
-(:mod:`cogtestbed.request`); :func:`~cogtestbed.validation.design.request.run_plan` reads them.
+(:mod:`cogtestbed.request`); :func:`~cogtestbed.planning.request.run_plan` reads them.
 
 A type is what :func:`cogtestbed.plan` accepts; ``cli_type`` what the command line parses (text for a
 mapping, a repeatable ``NAME=VALUE`` for a list of assignments).  Imports nothing heavy: the command
@@ -45,7 +45,7 @@ from cogtestbed.option_groups import (
 )
 from cogtestbed.request import group, option, variant
 from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName
-from cogtestbed.validation.studies.options import assignment_items, size_text
+from cogtestbed.studies.options import assignment_items, size_text
 
 
 def _text(value: Any) -> str:
@@ -244,7 +244,7 @@ class PlanRequest(variant(ExperimentName, defaults={"experiment": MISSING}, pres
                   Workers, DaskScheduler,
                   variant(Seed, helps={"seed": "Seed of the simulations and of the planned run."})):  # type: ignore[misc]
     """A fixed, sequential, precision or adaptive plan, as ``cogtestbed plan`` and :func:`cogtestbed.plan`
-    take it; read and checked by :func:`~cogtestbed.validation.design.request.run_plan`."""
+    take it; read and checked by :func:`~cogtestbed.planning.request.run_plan`."""
 
     llms: Pricing = group(Pricing, "LLMs and prices")
     target: PlanTarget = group(PlanTarget, "Target")

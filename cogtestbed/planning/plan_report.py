@@ -22,16 +22,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
+from cogtestbed.planning.kinds.power.power_sims import verdict
+from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
+from cogtestbed.planning.plan import PlanResult, calibration_nulls, describe_target
+from cogtestbed.planning.pricing import Pricer, tokens_source
+from cogtestbed.planning.space import sessions_per_llm, study_at
+from cogtestbed.studies.conditional import conditional_section, conditional_words
+from cogtestbed.studies.people_level import calibrated_section, calibrated_words, null_study_count
+from cogtestbed.studies.study_data import design_for_trials
+from cogtestbed.studies.study_kinds import ModelStudy, PlannedStudy
 from cogtestbed.trials import package_versions
-from cogtestbed.validation.design.plan import PlanResult, calibration_nulls, describe_target
-from cogtestbed.validation.design.power_sims import verdict
-from cogtestbed.validation.design.pricing import Pricer, tokens_source
-from cogtestbed.validation.design.seqauto import calibration_level
-from cogtestbed.validation.design.space import sessions_per_llm, study_at
-from cogtestbed.validation.studies.conditional import conditional_section, conditional_words
-from cogtestbed.validation.studies.people_level import calibrated_section, calibrated_words, null_study_count
-from cogtestbed.validation.studies.study_data import design_for_trials
-from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy
 
 PLAN_FILE, REPORT_FILE, FRONTIER_PNG = "plan.json", "report.html", "frontier.png"
 #: Valid trials a pilot needs before its fitted parameters are used as the simulation's base.
@@ -67,9 +67,9 @@ class Pilot:
 def read_pilot(path: Path, exp: ExperimentSpec, spec: PlannedStudy) -> Pilot:
     """Invalid rate, tokens per call and fitted parameters of the pilot run in ``path``."""
     from cogtestbed.llm_adapters.runs.config import CALLS_FILE
+    from cogtestbed.planning.request_checks import pilot_trials
     from cogtestbed.registry import read_trials
     from cogtestbed.trials import read_manifest
-    from cogtestbed.validation.design.request_checks import pilot_trials
 
     trials_path = pilot_trials(path)
     manifest = read_manifest(trials_path)
@@ -197,7 +197,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
 
 def _groups(fresh: pd.DataFrame | None, nulls: pd.DataFrame | None) -> dict[str, Any] | None:
     """The LLM groups (``llm_values``) of a plan's fresh studies (``power``) and calibration null studies
-    (``null``) where it has them, for :func:`~cogtestbed.validation.studies.conditional.conditional_section`."""
+    (``null``) where it has them, for :func:`~cogtestbed.studies.conditional.conditional_section`."""
     out = {key: list(table["llm_values"]) for key, table in (("power", fresh), ("null", nulls))
            if table is not None and "llm_values" in table}
     return out or None
@@ -216,9 +216,9 @@ BIAS_SHARE = 0.1
 def recovery_warnings(rec: Mapping[str, Any], fit_check: Mapping[str, Any] | None = None) -> list[str]:
     """The chosen design's recovery problems (model-level targets), each with what it means and the
     remedy: a biased per-subject MLE of the effect, an interval that covers less than it claims.
-    Measured on fresh studies at the design (:meth:`~cogtestbed.validation.design.plan.Planner.fresh_table`).
+    Measured on fresh studies at the design (:meth:`~cogtestbed.planning.plan.Planner.fresh_table`).
     ``fit_check``: the design re-measured with the hierarchical fit (``plan --fit hierarchical``,
-    :mod:`~cogtestbed.validation.design.fitcheck`); the remedy then says whether it removes the bias."""
+    :mod:`~cogtestbed.planning.fitcheck`); the remedy then says whether it removes the bias."""
     if "effect_bias" not in rec:
         return []
     # two groups: the difference on the test's scale (log k), the scale the bias is measured on
@@ -330,7 +330,7 @@ def _hierarchical_words(payload: Mapping[str, Any]) -> str:
 # ----------------------------------------------------------------------------- report
 def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
     """Power against cost of every simulated design (±1.96 MC SE), the frontier and the choice."""
-    from cogtestbed.validation.studies.plots import pyplot, save_figure
+    from cogtestbed.studies.plots import pyplot, save_figure
 
     plt = pyplot()
     frame = pd.DataFrame(payload["evaluated"])
@@ -360,7 +360,7 @@ def plot_frontier(payload: dict[str, Any], out: Path) -> Path:
 
 def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
     """``plan.json``, ``frontier.png`` and ``report.html`` in ``out`` (each written atomically)."""
-    from cogtestbed.validation.studies.report import atomic_write, check_output_dir, html_report
+    from cogtestbed.studies.report import atomic_write, check_output_dir, html_report
 
     check_output_dir(out)
     plan = out / PLAN_FILE
@@ -380,7 +380,7 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
                "tables": tables, "plots": [png], "details": details}
     sections = [section]
     if payload.get("fit_check"):  # plan --fit hierarchical
-        from cogtestbed.validation.design.fitcheck import fit_check_lines
+        from cogtestbed.planning.fitcheck import fit_check_lines
 
         check = payload["fit_check"]
         text = fit_check_lines(check)
@@ -390,7 +390,7 @@ def write_plan(payload: dict[str, Any], out: Path) -> dict[str, Path]:
                                      pd.DataFrame([{k: v for k, v in check.items() if k != "search"}]))],
                          "plots": [], "details": text[-1].strip()})
     if "sequential" in payload:  # a group-sequential plan (plan --looks)
-        from cogtestbed.validation.design.seqpayload import report_section
+        from cogtestbed.planning.kinds.sequential.seqpayload import report_section
 
         sections.append(report_section(payload["sequential"], out))
     report = out / REPORT_FILE
@@ -418,12 +418,12 @@ def plan_markdown(payload: Mapping[str, Any]) -> str:
         lines.append(f"| {row['design']} | {row['power']:.3f} | {row['mc_se']:.3f} | {int(row['calls']):,} "
                      f"| {dollars} |")
     if payload.get("fit_check"):
-        from cogtestbed.validation.design.fitcheck import fit_check_lines
+        from cogtestbed.planning.fitcheck import fit_check_lines
 
         lines += ["", "## Hierarchical search (--fit hierarchical)", ""]
         lines += [f"    {x.strip()}" for x in fit_check_lines(payload["fit_check"])]
     if payload.get("sequential"):
-        from cogtestbed.validation.design.seqpayload import sequential_lines
+        from cogtestbed.planning.kinds.sequential.seqpayload import sequential_lines
 
         seq = payload["sequential"]
         lines += ["", "## Sequential plan", ""]
@@ -475,11 +475,11 @@ def checked_run_section(run: Any, path: Path) -> dict[str, Any]:
         got = f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else ""
         raise InputError(f"`plan`: {path}: {where}: {err['msg']}{got}") from None
     if out.get("sequential") is not None:  # looks, bounds and statistic checked before any call
-        from cogtestbed.validation.design.seqpaths import checked_sequential
+        from cogtestbed.planning.kinds.sequential.seqpaths import checked_sequential
 
         out["sequential"] = checked_sequential(out["sequential"], f"--plan: {path}: run.sequential", out["subjects"])
     if out.get("monitor") is not None:  # bounds, level, bet, null and digest checked before any call
-        from cogtestbed.validation.design.monitor_file import checked_monitor
+        from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor
 
         out["monitor"] = checked_monitor(out["monitor"], f"--plan: {path}: run.monitor")
     return out

@@ -1,4 +1,4 @@
-"""The plans as text (what ``cogtestbed plan`` prints; each plan kind's :attr:`~cogtestbed.validation.design.kinds.
+"""The plans as text (what ``cogtestbed plan`` prints; each plan kind's :attr:`~cogtestbed.planning.kinds.
 PlanKind.lines`): a power plan's summary, cost range, recovery, frontier, looks and hierarchical search; a
 precision plan's two lines; an adaptive plan's arms; a forms plan's table."""
 
@@ -12,8 +12,8 @@ def plan_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     """A power plan as text: its summary, cost range, recovery, warnings, frontier (and its looks, for a
     sequential plan; the hierarchical fit's search, for a hierarchical one)."""
     from cogtestbed.formatting import rate_text
-    from cogtestbed.validation.design.plan_report import summary_line
-    from cogtestbed.validation.design.pricing import cost_range_line
+    from cogtestbed.planning.plan_report import summary_line
+    from cogtestbed.planning.pricing import cost_range_line
 
     out = [summary_line(dict(payload))]
     cost_line = cost_range_line(payload.get("cost") or {})  # completion tokens measured or assumed (issue 67)
@@ -34,11 +34,11 @@ def plan_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
             out.append(f"  searched: {row['design']}: power {row['power']:.2f} [{lo:.2f}, {hi:.2f}] "
                        f"({row['sims']} sims): {row['verdict']}")
     if "sequential" in payload:
-        from cogtestbed.validation.design.seqpayload import sequential_lines
+        from cogtestbed.planning.kinds.sequential.seqpayload import sequential_lines
 
         out += sequential_lines(payload["sequential"], size_name)
     if payload.get("fit_check"):
-        from cogtestbed.validation.design.fitcheck import fit_check_lines
+        from cogtestbed.planning.fitcheck import fit_check_lines
 
         out += fit_check_lines(payload["fit_check"])
     return out
@@ -47,7 +47,7 @@ def plan_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
 def recovery_line(rec: Mapping[str, Any]) -> str:
     """The chosen design's effect bias and interval coverage in one line (model-level targets); the
     problems with their meaning and remedy are the payload's ``warnings``
-    (:func:`~cogtestbed.validation.design.plan_report.recovery_warnings`)."""
+    (:func:`~cogtestbed.planning.plan_report.recovery_warnings`)."""
     from cogtestbed.formatting import num
 
     if "effect_bias" not in rec:
@@ -65,7 +65,7 @@ def recovery_line(rec: Mapping[str, Any]) -> str:
 
 def precision_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     """A precision plan in two lines: the target met and the chosen design's fields."""
-    from cogtestbed.validation.design.precision import precision_line
+    from cogtestbed.planning.kinds.precision.precision import precision_line
 
     resolved = payload["chosen"]["resolved"]
     fields = ", ".join(f"{k}={v}" for k, v in resolved["fields"].items())
@@ -77,8 +77,9 @@ def precision_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
 
 
 def adaptive_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
-    """An adaptive plan: the target and each arm (:func:`~cogtestbed.validation.design.adaptive_plan.adaptive_line`)."""
-    from cogtestbed.validation.design.adaptive_plan import adaptive_line
+    """An adaptive plan: the target and each arm
+    (:func:`~cogtestbed.planning.kinds.adaptive.adaptive_plan.adaptive_line`)."""
+    from cogtestbed.planning.kinds.adaptive.adaptive_plan import adaptive_line
 
     return adaptive_line(payload).split("\n")
 

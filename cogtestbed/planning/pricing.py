@@ -91,7 +91,7 @@ class Pricer:
 
     def __post_init__(self) -> None:
         from cogtestbed.llm_adapters import make_client
-        from cogtestbed.validation.design.request_checks import priced_llms
+        from cogtestbed.planning.request_checks import priced_llms
 
         self.price = priced_llms(self.llms, self.prices, self.allow_unpriced, self.reasoning_effort,
                                  self.thinking_budget, self.hidden)
@@ -156,7 +156,7 @@ class Pricer:
 
     def submit(self, pool: Any, design: Any, n: int) -> None:
         """Start the dry runs of ``n`` sessions of ``design`` on ``pool`` (a fork pool,
-        :func:`~cogtestbed.validation.studies.driver.fork_pool`), whose workers rebuild this pricer
+        :func:`~cogtestbed.studies.driver.fork_pool`), whose workers rebuild this pricer
         from its settings and render the prompts while this process searches on; :meth:`reports`
         takes their reports (identical numbers: the same dry run, seeded the same).  Nothing is
         started for a design already priced, or for an experiment a worker cannot look up by name."""
@@ -178,7 +178,7 @@ class Pricer:
         with one worker or one design to render, nothing here (:meth:`exact` renders it when asked).
         An interrupt or an error ends the pool's workers at once."""
         from cogtestbed.progress import beat, tick
-        from cogtestbed.validation.studies.driver import fork_pool, stop_pool
+        from cogtestbed.studies.driver import fork_pool, stop_pool
 
         todo = {(design.model_dump_json(), n): (design, n) for design, n in items}
         todo = {k: v for k, v in todo.items() if not all((llm, *k) in self._cache for llm in self.llms)}

@@ -15,9 +15,9 @@ import pandas as pd
 
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.no_data import pearson_r
-from cogtestbed.validation.design.space import Point
-from cogtestbed.validation.studies.study_data import design_for_trials
-from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy
+from cogtestbed.planning.space import Point
+from cogtestbed.studies.study_data import design_for_trials
+from cogtestbed.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy
 
 #: Draws of the simulated population used to compute the population mean of the effect (the
 #: estimand of the t-test of a model-level power study) for the coverage of its interval.
@@ -54,7 +54,7 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
     """The model level of :func:`recovery`: per-parameter (and effect) recovery over
     :data:`RECOVERY_REPS` simulated data sets, and the effect's bias and interval coverage across the
     fresh studies ``rows`` against the estimand (:func:`effect_estimand`)."""
-    from cogtestbed.validation.studies.model_studies import power_parameters
+    from cogtestbed.studies.model_studies import power_parameters
 
     assert spec.effect is not None
     model = exp.model(spec.models[0])
@@ -82,9 +82,9 @@ def _model_recovery(spec: PowerStudy, exp: ExperimentSpec, point: Point, rows: p
 def test_and_scale(spec: PowerStudy, model: Any) -> dict[str, str]:
     """Which test a model-level power study runs (``test_name``: Welch's t-test, or the Brunner–Munzel
     rank test where the model declares the parameter rank-tested; a one-sample t-test for one group)
-    and the scale of its estimand (``estimand_scale``: the test's scale, :func:`~cogtestbed.validation.
-    studies.model_studies.effect_scale`, against the effect as asked on the parameter's own scale)."""
-    from cogtestbed.validation.studies.model_studies import effect_scale, two_group_test
+    and the scale of its estimand (``estimand_scale``: the test's scale, :func:`~cogtestbed.studies.
+    model_studies.effect_scale`, against the effect as asked on the parameter's own scale)."""
+    from cogtestbed.studies.model_studies import effect_scale, two_group_test
 
     assert spec.effect is not None
     what = f"log {spec.effect}" if effect_scale(model, spec.effect) == "log" else spec.effect
@@ -104,8 +104,8 @@ def _recovery_draws(spec: PowerStudy, exp: ExperimentSpec, model: Any, point: Po
     (one per seed of ``seqs``) simulated at ``point`` (with its ``design``) as the power study simulates
     them and fitted as its test fits them (``--lapse-fit`` included); each subject's estimate aligned
     with its truth."""
-    from cogtestbed.validation.studies.model_studies import power_parameters
-    from cogtestbed.validation.studies.study_data import fitted_model, seed_of, simulate_model
+    from cogtestbed.studies.model_studies import power_parameters
+    from cogtestbed.studies.study_data import fitted_model, seed_of, simulate_model
 
     true_parts, est_parts = [], []
     for seq in seqs:
@@ -151,11 +151,11 @@ def effect_estimand(spec: PowerStudy, model: Any, population: Mapping[str, np.nd
                     seq: np.random.SeedSequence) -> float:
     """What the power study's test estimates, from a large simulated ``population`` (the shifted
     group): its mean on the test's scale
-    (:func:`~cogtestbed.validation.studies.model_studies.effect_scale`) minus, for one group, its
-    value before the effect (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`),
+    (:func:`~cogtestbed.studies.model_studies.effect_scale`) minus, for one group, its
+    value before the effect (:func:`~cogtestbed.studies.model_studies.one_sample_null`),
     for two groups the first group's (simulated at the base medians, or the fixed reference
     sample's mean)."""
-    from cogtestbed.validation.studies.model_studies import effect_scale, on_scale, one_sample_null, power_parameters
+    from cogtestbed.studies.model_studies import effect_scale, on_scale, one_sample_null, power_parameters
 
     assert spec.effect is not None
     scale = effect_scale(model, spec.effect)

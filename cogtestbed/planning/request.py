@@ -1,14 +1,15 @@
 """A plan asked for (``cogtestbed plan``, :func:`cogtestbed.plan`): its options checked, its study
-built and the plan run, fixed (:mod:`~cogtestbed.validation.design.plan`), group-sequential
-(:mod:`~cogtestbed.validation.design.seqpayload`, :mod:`~cogtestbed.validation.design.seqauto`), with the
-hierarchical fit (:mod:`~cogtestbed.validation.design.fitcheck`) or for precision
-(:mod:`~cogtestbed.validation.design.precision`).
+built and the plan run, fixed (:mod:`~cogtestbed.planning.plan`), group-sequential
+(:mod:`~cogtestbed.planning.kinds.sequential.seqpayload`, :mod:`~cogtestbed.planning.kinds.sequential.seqauto`), with
+the
+hierarchical fit (:mod:`~cogtestbed.planning.fitcheck`) or for precision
+(:mod:`~cogtestbed.planning.kinds.precision.precision`).
 
-:class:`~cogtestbed.validation.design.plan_options.PlanRequest` holds the options (declared once there:
+:class:`~cogtestbed.planning.plan_options.PlanRequest` holds the options (declared once there:
 the command line's, ``ct.plan``'s and ``plan.json``'s ``request`` block are made from it); :func:`_study` checks
 them, each bad mix refused in one line naming the option, in the order the options are read.  The plan
 kinds :func:`run_power`, :func:`run_sequential`, :func:`run_hierarchical` and :func:`run_precision` are
-registered in :mod:`~cogtestbed.validation.design.plan_kinds`; the public face (:mod:`cogtestbed.api.plan`)
+registered in :mod:`~cogtestbed.planning.plan_kinds`; the public face (:mod:`cogtestbed.api.plan`)
 only builds the request and dispatches through that registry.
 """
 
@@ -22,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.kinds import PlanContext, Planned, Say
-from cogtestbed.validation.design.plan_options import PlanRequest
-from cogtestbed.validation.design.request_checks import (
+from cogtestbed.planning.kinds import PlanContext, Planned, Say
+from cogtestbed.planning.plan_options import PlanRequest
+from cogtestbed.planning.request_checks import (
     check_agent_settings,
     check_answerable,
     check_backends,
@@ -40,7 +41,7 @@ from cogtestbed.validation.design.request_checks import (
     priced_llms,
     shift_of,
 )
-from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
+from cogtestbed.planning.sizes import Effect, Sizes, assignments
 
 #: Reads a trial table of the experiment (a table or a path): ``(exp, table_or_path, source, sessions)`` to
 #: ``(table, source)`` (:func:`cogtestbed.api.core.read_table`).
@@ -119,11 +120,11 @@ _Then = Callable[[dict[str, Any], Any, Any, Any, "_Study", int], dict[str, Any]]
 def _power_plan(exp: Any, req: PlanRequest, ctx: PlanContext, then: _Then | None) -> Planned:
     """The fixed search of a power target, then ``then`` (a kind's own step) on its result."""
     from cogtestbed.experiments.spec import resolve_temperature
+    from cogtestbed.planning.plan import Planner
+    from cogtestbed.planning.plan_report import plan_payload
+    from cogtestbed.planning.pricing import Pricer
+    from cogtestbed.planning.space import design_axes, n_groups
     from cogtestbed.progress import heartbeat
-    from cogtestbed.validation.design.plan import Planner
-    from cogtestbed.validation.design.plan_report import plan_payload
-    from cogtestbed.validation.design.pricing import Pricer
-    from cogtestbed.validation.design.space import design_axes, n_groups
 
     say = ctx.say
     st = _study(exp, req, ctx.read_table, say)
@@ -150,8 +151,8 @@ def _power_plan(exp: Any, req: PlanRequest, ctx: PlanContext, then: _Then | None
 def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Study:
     """The request's options read and checked, in the order the command reads them, and the study
     built: the target, the groups, the people, the lapse fit, the pilot and the expected lapses."""
-    from cogtestbed.validation.design.sizes import Effect, Sizes
-    from cogtestbed.validation.studies.options import assignment_items
+    from cogtestbed.planning.sizes import Effect, Sizes
+    from cogtestbed.studies.options import assignment_items
 
     tg, sz, sim, lm, seq = req.target, req.sizes, req.simulated, req.llms, req.sequential
     subjects, runs, trials = (None if given is None else Sizes.of(given, name)
@@ -183,7 +184,7 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
     trials = _people_trials(spec, trials)
     runs = people_runs(spec, exp, runs)
     spec = _with_lapse_fit(spec, sim.lapse_fit)
-    from cogtestbed.validation.studies.study_kinds import PowerStudy
+    from cogtestbed.studies.study_kinds import PowerStudy
 
     _check_fit_option(req.analysis.fit, req.analysis.fit_sims, isinstance(spec, PowerStudy), looks,
                       precision is not None)
@@ -197,13 +198,13 @@ def _study(exp: Any, req: PlanRequest, read_table: ReadTable, say: Say) -> _Stud
 
 def check_target(exp: Any, req: PlanRequest) -> None:
     """A power or precision kind's refusals reachable from the request alone, before any simulation: a size range
-    too large to simulate (:meth:`~cogtestbed.validation.design.sizes.Sizes.of`), a mix of targets and groups no
+    too large to simulate (:meth:`~cogtestbed.planning.sizes.Sizes.of`), a mix of targets and groups no
     plan answers, a metric two groups cannot be compared in
-    (:func:`~cogtestbed.validation.design.facts.check_metric_target`), a model the experiment lacks, an
+    (:func:`~cogtestbed.planning.facts.check_metric_target`), a model the experiment lacks, an
     effect or a precision target on no parameter or contrast of the model (each with the targets that can be
     planned), an effect the base cannot carry.  ``exp``: the experiment, or its shipped facts
-    (:mod:`~cogtestbed.validation.design.facts`: checked before the experiment is imported)."""
-    from cogtestbed.validation.design.facts import facts_of
+    (:mod:`~cogtestbed.planning.facts`: checked before the experiment is imported)."""
+    from cogtestbed.planning.facts import facts_of
 
     facts = facts_of(exp)
     tg, pp = req.target, req.people
@@ -260,7 +261,7 @@ def _check_request_alone(facts: Any, req: PlanRequest) -> None:
         if given is not None:
             Sizes.of(given, name)
     if tg.metric is not None and tg.compare is not None:
-        from cogtestbed.validation.design.facts import check_metric_target
+        from cogtestbed.planning.facts import check_metric_target
 
         check_metric_target(facts, tg.metric)
     seq = req.sequential
@@ -306,8 +307,8 @@ def check_carried(spec: Any, exp: Any, source: str) -> None:
     base, or the pilot's fitted base), with the largest effect that base can carry, before any simulation; with a
     ``population``, the median of any of its posterior draws (:meth:`~cogtestbed.inference.population.Population.
     location`)."""
-    from cogtestbed.validation.studies.model_studies import effect_shift, population_medians
-    from cogtestbed.validation.studies.study_kinds import PowerStudy
+    from cogtestbed.studies.model_studies import effect_shift, population_medians
+    from cogtestbed.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy) or spec.effect_size == 0:
         return
@@ -324,7 +325,7 @@ def check_carried(spec: Any, exp: Any, source: str) -> None:
 
 def carried(model: Any, effect: str, size: float, moved: dict[str, float], source: str) -> None:
     """Refuse ``effect`` = ``size`` where it moves the medians (``moved``: the base with the effect applied,
-    :func:`~cogtestbed.validation.studies.model_studies.effect_shift`) out of a parameter's bounds; the
+    :func:`~cogtestbed.studies.model_studies.effect_shift`) out of a parameter's bounds; the
     message names the largest effect ``source`` can carry."""
     bad = [p for p in model.parameters if not p.lower <= moved[p.name] <= p.upper]
     if not bad or size == 0:
@@ -400,15 +401,15 @@ def human_trials(table: Any) -> int:
 
 def modal_count(counts: Iterable[int]) -> int:
     """The most common of ``counts`` (the largest where several are as common; 0 for none): a sample's trials per
-    subject (:func:`human_trials`, :mod:`~cogtestbed.validation.design.people_trials`)."""
+    subject (:func:`human_trials`, :mod:`~cogtestbed.planning.kinds.people.people_trials`)."""
     often = Counter(counts)
     return max((n for n, k in often.items() if k == max(often.values())), default=0)
 
 
 def _with_population(spec: Any, population: Any, first_group: bool) -> Any:
-    """The study drawn from ``population`` (:func:`~cogtestbed.validation.studies.options.with_population`; with
+    """The study drawn from ``population`` (:func:`~cogtestbed.studies.options.with_population`; with
     ``first_group`` its people are the first of two groups)."""
-    from cogtestbed.validation.studies.options import with_population
+    from cogtestbed.studies.options import with_population
 
     return with_population(spec, population, first_group)
 
@@ -416,10 +417,10 @@ def _with_population(spec: Any, population: Any, first_group: bool) -> Any:
 def _power_study(exp: Any, model: str | None, effect: Effect | None, metric: str | None,
                  compare: tuple[str, str] | None, test: str | None, agent: str | None,
                  common: dict[str, Any]) -> Any:
-    """The power study planned (:func:`~cogtestbed.validation.studies.options.power_spec`): a model target (``model``,
+    """The power study planned (:func:`~cogtestbed.studies.options.power_spec`): a model target (``model``,
     by default the experiment's own), a metric difference or a reported test."""
-    from cogtestbed.validation.studies.options import power_spec
-    from cogtestbed.validation.studies.study_kinds import PlannedStudy
+    from cogtestbed.studies.options import power_spec
+    from cogtestbed.studies.study_kinds import PlannedStudy
 
     spec = power_spec(model or exp.name, exp.name if effect is not None else None, effect, metric, compare,
                       test, agent, common)
@@ -459,15 +460,15 @@ def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, ass
 def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: Any, sims: int | None, workers: int,
                        max_cost: float | None, pilot: Any) -> dict[str, Any]:
     """``plan --fit hierarchical``: the size searched with the hierarchical fit from the per-subject
-    MLE's choice (:func:`~cogtestbed.validation.design.fitcheck.search_hierarchical`, each size priced
+    MLE's choice (:func:`~cogtestbed.planning.fitcheck.search_hierarchical`, each size priced
     as the fixed search prices it); the plan's design, cost and power are then the hierarchical ones
     (``fit_check`` holds the search, ``mle_chosen`` the MLE's choice) and the recovery warnings say
     whether that fit removes the MLE's bias."""
     import dataclasses
 
-    from cogtestbed.validation.design.fitcheck import HIERARCHICAL_SIMS, affordable_top, search_hierarchical
-    from cogtestbed.validation.design.plan import Evaluated
-    from cogtestbed.validation.design.plan_report import plan_payload, recovery_warnings
+    from cogtestbed.planning.fitcheck import HIERARCHICAL_SIMS, affordable_top, search_hierarchical
+    from cogtestbed.planning.plan import Evaluated
+    from cogtestbed.planning.plan_report import plan_payload, recovery_warnings
 
     start = result.chosen.point
     top = affordable_top(getattr(start, result.size_name), result.chosen.cost.dollars, max_cost)
@@ -487,7 +488,7 @@ def _check_fit_option(fit: str, fit_sims: int | None, model_target: bool, looks:
     model's parameter is planned, no metric or test)."""
     if fit == "mle" and fit_sims is None:
         return
-    from cogtestbed.validation.design.request_checks import check_fit_request
+    from cogtestbed.planning.request_checks import check_fit_request
 
     check_fit_request(fit, fit_sims, model_target, looks)
     if precision:
@@ -498,7 +499,7 @@ def _check_fit_option(fit: str, fit_sims: int | None, model_target: bool, looks:
 def _extend_to(size_name: str, subjects: Sizes | None, runs: Sizes | None) -> int | None:
     """How far the size axis may grow: a default range to :data:`MAX_EXTENDED_SIZE` when needed,
     a range the user gave not at all."""
-    from cogtestbed.validation.design.space import MAX_EXTENDED_SIZE
+    from cogtestbed.planning.space import MAX_EXTENDED_SIZE
 
     given = subjects if size_name == "subjects" else runs
     return MAX_EXTENDED_SIZE if given is None else None
@@ -510,7 +511,7 @@ def _with_lapse_fit(spec: Any, lapse_fit: str | None) -> Any:
     if lapse_fit is None:
         return spec
     from cogtestbed.inference.lapse_text import lapse_option
-    from cogtestbed.validation.studies.study_kinds import PowerStudy
+    from cogtestbed.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):
         raise InputError("`lapse_fit` sets how a model target's per-subject MLE is fitted: it goes with `model` and "
@@ -522,10 +523,10 @@ def _searched(exp: Any, design: list[str] | Mapping[str, Any] | None, trials: Si
               ) -> tuple[dict[str, Any], Sizes | None, Any]:
     """(fixed design fields, the trials searched, the searched design field's axis or None) of ``design`` and
     ``trials``: ``design`` typed (``{FIELD: VALUE}``, a list of integers on the field searched:
-    :func:`~cogtestbed.validation.studies.sizes.plan_design_fields`) or the command line's ``NAME=VALUE`` items
-    (:func:`~cogtestbed.validation.studies.sizes.plan_design`)."""
-    from cogtestbed.validation.design.space import Axis
-    from cogtestbed.validation.studies.sizes import plan_design, plan_design_fields
+    :func:`~cogtestbed.studies.sizes.plan_design_fields`) or the command line's ``NAME=VALUE`` items
+    (:func:`~cogtestbed.studies.sizes.plan_design`)."""
+    from cogtestbed.planning.space import Axis
+    from cogtestbed.studies.sizes import plan_design, plan_design_fields
 
     fixed, swept, searched = (plan_design_fields(exp, design) if isinstance(design, Mapping)
                               else plan_design(exp, design))
@@ -544,19 +545,19 @@ def _attach_looks(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, l
                   null_sims: int | None = None, binding: bool = False, mc_se: float = 0.03) -> None:
     """The sequential plan of ``plan --looks`` at the chosen design (its searched field fixed):
     ``seq_sims`` studies under the effect (default: as many as give ``mc_se`` at the target power;
-    ``--looks auto``: :data:`~cogtestbed.validation.design.seqplan.DEFAULT_SEQ_SIMS`, as a search
+    ``--looks auto``: :data:`~cogtestbed.planning.kinds.sequential.seqplan.DEFAULT_SEQ_SIMS`, as a search
     picks among many rules)."""
     import dataclasses
 
-    from cogtestbed.validation.design.seqpayload import attach_sequential
-    from cogtestbed.validation.design.seqplan import DEFAULT_SEQ_SIMS, default_sims
-    from cogtestbed.validation.design.space import spec_at
+    from cogtestbed.planning.kinds.sequential.seqpayload import attach_sequential
+    from cogtestbed.planning.kinds.sequential.seqplan import DEFAULT_SEQ_SIMS, default_sims
+    from cogtestbed.planning.space import spec_at
 
     result = dataclasses.replace(result, spec=spec_at(result.spec, result.chosen.point))
     if seq_sims is None:
         seq_sims = DEFAULT_SEQ_SIMS if looks == "auto" else default_sims(result.target, mc_se)
     if looks == "auto":
-        from cogtestbed.validation.design.seqauto import attach_auto
+        from cogtestbed.planning.kinds.sequential.seqauto import attach_auto
 
         attach_auto(payload, result, pricer, exp, seq_sims, workers, null, say, null_sims, binding)
         return
@@ -590,7 +591,7 @@ def check_sequential_options(looks: int | str | None, spending: str, futility: b
         if given:
             raise InputError(f"{', '.join(given)} shape a sequential plan: add `looks` K (or drop them)")
         return
-    from cogtestbed.validation.design.seqoptions import check_looks
+    from cogtestbed.planning.kinds.sequential.seqoptions import check_looks
 
     if looks == "auto":
         given = [name for name, on in (("`spending`", spending != "obrien-fleming"), ("`futility`", futility)) if on]
@@ -606,10 +607,10 @@ def check_sequential_options(looks: int | str | None, spending: str, futility: b
 
 
 def _say_look_estimate(planner: Any, say: Callable[[str], None]) -> None:
-    """The plan's up-front estimate per look (:func:`cogtestbed.validation.design.estimate.plan_look_line`)."""
-    from cogtestbed.validation.design.estimate import plan_look_line
-    from cogtestbed.validation.design.plan import FIRST_BATCH
-    from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS
+    """The plan's up-front estimate per look (:func:`cogtestbed.planning.estimate.plan_look_line`)."""
+    from cogtestbed.planning.estimate import plan_look_line
+    from cogtestbed.planning.kinds.power.power_sims import DECIDE_MAX_SIMS
+    from cogtestbed.planning.plan import FIRST_BATCH
 
     size, others = planner.size, planner.others
     smallest = planner.point(size.values[0], {a.name: a.values[0] for a in others})
@@ -625,7 +626,7 @@ def _pilot_and_lapses(spec: Any, exp: Any, pilot: Path | None, llm: list[str], g
                       random_rate: float, say: Say = None) -> tuple[Any, Any]:
     """The study with the pilot's fitted parameters and the expected invalid and random answers
     (``--invalid-rate``, else the pilot's rate) simulated as lapses; and the pilot read (or None)."""
-    from cogtestbed.validation.design.plan_report import MAX_INVALID_RATE, apply_pilot, read_pilot
+    from cogtestbed.planning.plan_report import MAX_INVALID_RATE, apply_pilot, read_pilot
 
     pilot_info = read_pilot(pilot, exp, spec) if pilot is not None else None
     if pilot_info is not None and pilot_info.llm is not None and pilot_info.llm not in llm:
@@ -671,7 +672,7 @@ def _with_human(spec: Any, exp: Any, human: Any, given_base: Mapping[str, float]
     trials searched: the sample's own trials per subject, :func:`human_trials`; other ``trials`` are
     refused before the sample is fitted, as a population's people refuse them, :func:`equal_trials`).
     ``read_table(exp, human, source, sessions)``: :func:`cogtestbed.api.core.read_table`."""
-    from cogtestbed.validation.studies.model_studies import reference_sample
+    from cogtestbed.studies.model_studies import reference_sample
 
     table, _ = read_table(exp, human, "auto", None)  # each subject of the sample one unit: never pooled
     given = isinstance(human, (str, os.PathLike))
@@ -688,7 +689,7 @@ def _target(llm: list[str], model: str | None, effect: Effect | None, metric: st
             precision: Effect | None, people: str | None = None) -> tuple[Effect | None, Effect | None]:
     """(the effect, the precision target (parameter, half-width) or None) of the options; one clear
     error for any other mix.  A precision target plans a zero effect of its parameter."""
-    from cogtestbed.validation.design.sizes import Effect
+    from cogtestbed.planning.sizes import Effect
 
     target = None
     if precision is not None:
@@ -729,13 +730,13 @@ def _plan_precision(spec: Any, exp: Any, parameter: str, halfwidth: float, assur
                     say: Say = None, batch: bool = False,
                     reasoning: dict[str, Any] | None = None) -> dict[str, Any]:
     """``plan --precision``: the cheapest design meeting the precision target
-    (:mod:`cogtestbed.validation.design.precision`); saved as ``precision.json`` (``plan.json``,
+    (:mod:`cogtestbed.planning.kinds.precision.precision`); saved as ``precision.json`` (``plan.json``,
     which ``run --plan`` executes, belongs to power plans)."""
     from cogtestbed.experiments.spec import resolve_temperature
-    from cogtestbed.validation.design.precision import PrecisionPlanner, precision_payload
-    from cogtestbed.validation.design.pricing import Pricer
-    from cogtestbed.validation.design.space import Axis, declared_runs, parse_range, trials_values
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.kinds.precision.precision import PrecisionPlanner, precision_payload
+    from cogtestbed.planning.pricing import Pricer
+    from cogtestbed.planning.space import Axis, declared_runs, parse_range, trials_values
+    from cogtestbed.studies.study_data import design_for_trials
 
     if len(llm) > 1:
         raise InputError("`precision` prices one LLM: give `llm` once")

@@ -1,5 +1,5 @@
 """A plan request's refusals that read the request alone (and an experiment's shipped facts), before anything
-is simulated (:func:`~cogtestbed.validation.design.request.check_target` calls them): a question no design answers
+is simulated (:func:`~cogtestbed.planning.request.check_target` calls them): a question no design answers
 (:func:`check_answerable`), options a target never reads (:func:`check_behaviour_target`), and the simulated
 subjects of a model target (:func:`check_simulated_subjects`).  Each refusal is one line naming the fields.
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.plan_options import PlanRequest
-from cogtestbed.validation.design.sizes import Effect, Sizes, assignments
+from cogtestbed.planning.plan_options import PlanRequest
+from cogtestbed.planning.sizes import Effect, Sizes, assignments
 
 #: The least share of answers a plan simulates as informative (neither invalid nor random): below it no design
 #: detects anything (the rule of ``plan_report.MAX_INVALID_RATE``, 90 % invalid, for both lapses together).
@@ -103,7 +103,7 @@ def given(group: Any, name: str) -> bool:
 
 def check_simulated_subjects(name: str, model: Any, effect: Effect | None, req: PlanRequest) -> None:
     """The simulated subjects of a model target checked from the request alone (part of
-    :func:`~cogtestbed.validation.design.request.check_target`):
+    :func:`~cogtestbed.planning.request.check_target`):
     each ``base`` a parameter of the model within its bounds, each ``params`` one the model's simulated agent takes
     and none that the effect moves (a ``params`` value is every subject's: the effect on it would not be simulated),
     no ``sd_between`` beside a ``population`` (its own SDs scatter the subjects) and at least 2 subjects."""
@@ -234,10 +234,10 @@ def check_backends(llm: str | list[str] | tuple[str, ...] | None) -> None:
 
 
 def check_sizes(facts: Any, req: PlanRequest, model_target: bool) -> None:
-    """Refuse, from the experiment's facts (:class:`~cogtestbed.validation.design.facts.ExperimentFacts`: shipped,
+    """Refuse, from the experiment's facts (:class:`~cogtestbed.planning.facts.ExperimentFacts`: shipped,
     so before its module is imported), the sizes its design cannot take: ``runs`` for a ``model_target`` of an
     experiment that pools no sessions, ``trials`` of an experiment without a trials field, or none of them a
-    multiple of its field's step (the refusals :func:`~cogtestbed.validation.design.space.design_axes` gives).
+    multiple of its field's step (the refusals :func:`~cogtestbed.planning.space.design_axes` gives).
     With ``design`` given (it may change the step), or people's trials, the loaded experiment decides."""
     sz, pp = req.sizes, req.people
     if model_target and sz.runs is not None and facts.pooling_unit != "session":
@@ -317,7 +317,7 @@ def check_lapse_fit(req: PlanRequest) -> None:
 def check_design_trials(facts: Any, req: PlanRequest) -> None:
     """Refuse, from the experiment's facts (its ``trials_field``), ``trials`` beside a ``design`` that sets the
     trials of a run too: the field fixed (``FIELD=N``) or searched (its one list, ``FIELD=a,b,c``), the lines
-    :func:`~cogtestbed.validation.studies.sizes.plan_design` gives.  A design of any other shape (a malformed or
+    :func:`~cogtestbed.studies.sizes.plan_design` gives.  A design of any other shape (a malformed or
     repeated item, another list) is left to the loaded experiment, which refuses that first."""
     field_ = facts.trials_field
     design = req.sizes.design
@@ -363,7 +363,7 @@ def priced_llms(llms: list[str] | tuple[str, ...], prices: Any, allow_unpriced: 
     ``allow_unpriced``), its reasoning controls checked against its capability row
     (:func:`~cogtestbed.llm_adapters.clients.capabilities.check_reasoning`), and a priced reasoning model refused
     without its ``hidden`` tokens per call (a pilot's or an assumption): the refusals of
-    :class:`~cogtestbed.validation.design.pricing.Pricer`, which the request alone decides (nothing heavy imported)."""
+    :class:`~cogtestbed.planning.pricing.Pricer`, which the request alone decides (nothing heavy imported)."""
     from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_reasoning
     from cogtestbed.llm_adapters.clients.prices import PriceTable, require_price
     from cogtestbed.llm_adapters.runs.hidden_tokens import reasons, refusal
@@ -381,10 +381,10 @@ def check_adaptive(exp: Any, req: Any) -> None:
     """The ``adaptive`` kind's refusals from the request: an experiment whose trials cannot be chosen (a learning
     task), a ``model`` other than the experiment's adaptive model (which the plan would have ignored), an LLM of no
     known backend (before: "no price for ...") and an ``adaptive`` parameter its adaptive model lacks (before: after
-    "simulating ...").  ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.validation.design.facts`:
+    "simulating ...").  ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.planning.facts`:
     checked before the experiment is imported)."""
     from cogtestbed.experiments._adaptive import adaptive_targets
-    from cogtestbed.validation.design.facts import facts_of
+    from cogtestbed.planning.facts import facts_of
 
     facts = facts_of(exp)
     if "refused" in facts.adaptive:

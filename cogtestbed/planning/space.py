@@ -1,4 +1,4 @@
-"""The design space a plan searches (:mod:`cogtestbed.validation.design.plan`): its axes and its points.
+"""The design space a plan searches (:mod:`cogtestbed.planning.plan`): its axes and its points.
 
 Read from the :class:`~cogtestbed.experiments.spec.ExperimentSpec`, never from an experiment's name:
 
@@ -21,8 +21,8 @@ import numpy as np
 
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
-from cogtestbed.validation.studies.study_kinds import ModelStudy, PlannedStudy, PowerStudy
+from cogtestbed.studies.study_data import design_for_trials, trials_step
+from cogtestbed.studies.study_kinds import ModelStudy, PlannedStudy, PowerStudy
 
 #: Values of each non-size axis on the coarse grid.
 COARSE_POINTS = 5
@@ -66,10 +66,10 @@ class Axis:
 
 
 def parse_range(given: Any, default: tuple[int, int] | None, name: str = "sizes") -> Sequence[int] | None:
-    """The sizes ``given`` (a :class:`~cogtestbed.validation.design.sizes.Sizes`, ``LO:HI``, ``a,b,c``, one
+    """The sizes ``given`` (a :class:`~cogtestbed.planning.sizes.Sizes`, ``LO:HI``, ``a,b,c``, one
     integer, ``(lo, hi)`` or a list; None: ``default``'s range, or None), sorted: a range stays a lazy
-    :class:`range`, never listed integer by integer (:class:`~cogtestbed.validation.design.sizes.Sizes`)."""
-    from cogtestbed.validation.design.sizes import Sizes
+    :class:`range`, never listed integer by integer (:class:`~cogtestbed.planning.sizes.Sizes`)."""
+    from cogtestbed.planning.sizes import Sizes
 
     if given is None:
         return None if default is None else range(default[0], default[1] + 1)
@@ -168,7 +168,7 @@ class Point:
         if spec is not None:
             from cogtestbed.formatting import FIELD_NOUNS, field_text
             from cogtestbed.registry import get_experiment
-            from cogtestbed.validation.studies.labels import design_name
+            from cogtestbed.studies.labels import design_name
 
             spec = spec_at(spec, self)
             trials = self.trials if self.trials is not None else design_for_trials(

@@ -3,7 +3,7 @@ public face): ``run --plan`` of a plan with looks (:func:`run_sequential`, :func
 :func:`replay_looks` (``cogtestbed looks RUN_DIR``, :func:`cogtestbed.looks`).
 
 A run of a sequential plan (``plan … --looks K``) plays the first ``n_k`` subjects, fits and tests
-them as the plan simulated (:func:`cogtestbed.validation.design.runlooks.evaluate_look`), appends the look to
+them as the plan simulated (:func:`cogtestbed.planning.kinds.sequential.runlooks.evaluate_look`), appends the look to
 ``looks.jsonl`` and stops (efficacy or futility) or resumes the same run directory for the next
 look (earlier subjects come from the response cache).  ``--resume`` continues at the first look not
 recorded.  A plan of a metric difference between two LLMs runs both in step, one run directory each
@@ -29,7 +29,7 @@ def recorded_looks(run_dir: Path) -> list[dict[str, Any]]:
     decision, a finite statistic or none); a line that is not one is refused naming file and line."""
     import math
 
-    from cogtestbed.validation.design.runlooks import LOOKS_FILE
+    from cogtestbed.planning.kinds.sequential.runlooks import LOOKS_FILE
 
     path = run_dir / LOOKS_FILE
     if not path.exists():
@@ -58,8 +58,8 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
     each look's lines."""
     from dataclasses import replace
 
+    from cogtestbed.planning.kinds.sequential.runlooks import SEQUENTIAL_FILE
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
 
     if design["statistic"]["kind"] == "metric-power":
         raise InputError("`plan`: a sequential plan of a metric difference compares two LLMs: run it with both "
@@ -103,8 +103,8 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
     from dataclasses import replace
 
     from cogtestbed.llm_adapters.runs.rundir import CONFIG_FILE
+    from cogtestbed.planning.kinds.sequential.runlooks import SEQUENTIAL_FILE
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
 
     if int(design.get("runs_per_subject", 1)) != 1:
         raise InputError("`plan`: a sequential plan with several sessions per subject is not executed by run")
@@ -142,9 +142,9 @@ def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str,
 def _check_recorded_design(output: Path, design: dict[str, Any]) -> None:
     """A ``--resume`` goes on only with the design the run recorded (``sequential.json``): other
     bounds, look sizes, statistic, effect or spending are refused in one line
-    (:func:`~cogtestbed.validation.design.seqpaths.check_same_design`)."""
-    from cogtestbed.validation.design.runlooks import SEQUENTIAL_FILE
-    from cogtestbed.validation.design.seqpaths import check_same_design
+    (:func:`~cogtestbed.planning.kinds.sequential.seqpaths.check_same_design`)."""
+    from cogtestbed.planning.kinds.sequential.runlooks import SEQUENTIAL_FILE
+    from cogtestbed.planning.kinds.sequential.seqpaths import check_same_design
 
     path = output / SEQUENTIAL_FILE
     if not path.exists():
@@ -182,7 +182,7 @@ def _stopped(done: Sequence[dict[str, Any]], say: Say) -> bool:
 def _record_look(exp: Any, design: dict[str, Any], output: Path, k: int, table: Any, say: Say) -> dict[str, Any]:
     """Test look ``k`` on ``table`` (a run's, or the pair's tables), append it to ``output/looks.jsonl``
     and print it."""
-    from cogtestbed.validation.design.runlooks import LOOKS_FILE, evaluate_look
+    from cogtestbed.planning.kinds.sequential.runlooks import LOOKS_FILE, evaluate_look
 
     look = evaluate_look(exp, design, table, k)
     with (output / LOOKS_FILE).open("a") as fh:
@@ -217,9 +217,9 @@ def replay_looks(run_dir: Path) -> tuple[list[dict[str, Any]], bool, str]:
     (each look with the recorded values beside it, ``reproduced`` and ``differs``; whether all are
     reproduced; what a look's size counts).  A folder without a sequential run, a malformed record or
     no look yet is refused in one line."""
+    from cogtestbed.planning.kinds.sequential.runlooks import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
+    from cogtestbed.planning.kinds.sequential.seqpaths import checked_sequential
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.runlooks import LOOKS_FILE, SEQUENTIAL_FILE, evaluate_look
-    from cogtestbed.validation.design.seqpaths import checked_sequential
 
     path = run_dir / SEQUENTIAL_FILE
     if not path.exists():

@@ -3,9 +3,9 @@ at a time — one LLM: a subject (:func:`run_monitored`), fitted as the plan sim
 of the effect, on its scale, less its null value); two LLMs: a pair, one session of each
 (:func:`run_monitored_pair`), whose statistic is the second LLM's value less the first's (a parameter's MLE or
 a metric's per-unit value).  After each it updates the betting e-process and its confidence sequence
-(:func:`~cogtestbed.validation.design.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and
+(:func:`~cogtestbed.planning.kinds.monitor.eprocess.monitor_path`), appends the step to :data:`MONITOR_FILE`, and
 stops buying calls when ``K_t ≥ 1/α`` (efficacy) or at the plan's cap (futility).  The plan's monitor is
-checked in full before the first call (:func:`~cogtestbed.validation.design.monitor_checks.checked_monitor`:
+checked in full before the first call (:func:`~cogtestbed.planning.kinds.monitor.monitor_checks.checked_monitor`:
 its digest, level, cap, bounds, null and bet), and a statistic outside its bounds is clipped or stops the run
 as the plan declares.  ``--resume`` goes on from the last recorded step (each run's own resume finishes a
 session a kill interrupted); ``cogtestbed looks RUN`` recomputes every step from the trial table(s)
@@ -64,7 +64,7 @@ def unit_value(exp: Any, design: Mapping[str, Any], table: Any, unit: int) -> fl
     one = table[table["subject"] == unit]
     if design.get("metric") is None:
         return subject_values(exp, design, one).get(unit, math.nan)
-    from cogtestbed.validation.studies.metric_studies import comparison_result, metric_value
+    from cogtestbed.studies.metric_studies import comparison_result, metric_value
 
     if one.empty or not one["valid"].any():
         return math.nan
@@ -88,8 +88,8 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
     """Every step of the monitor on ``observations`` (in subject order): the e-value, the confidence
     sequence, the estimate and the decision (``efficacy`` once ``K_t ≥ 1/α``, ``futility`` at the cap
     without it, else ``continue``)."""
-    from cogtestbed.validation.design.eprocess import monitor_path
-    from cogtestbed.validation.design.monitor_file import checked_observation
+    from cogtestbed.planning.kinds.monitor.eprocess import monitor_path
+    from cogtestbed.planning.kinds.monitor.monitor_file import checked_observation
 
     lo, hi = (float(b) for b in design["bounds"] or (-math.inf, math.inf))
     observations = [checked_observation(design, float(x), i) for i, x in enumerate(observations, 1)]
@@ -137,8 +137,8 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
     last run result (None where a resumed run had already stopped)."""
     from dataclasses import replace
 
+    from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.monitor_file import checked_monitor
 
     design = checked_monitor(design, "the plan's monitor")  # before the first call
     exp = get_experiment(request.experiment)
@@ -196,8 +196,8 @@ def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, 
     from dataclasses import replace
 
     from cogtestbed.llm_adapters.runs.rundir import CONFIG_FILE
+    from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.monitor_file import checked_monitor
 
     design = checked_monitor(design, "the plan's monitor")  # before the first call
     resume = bool(requests[0].resume)
@@ -244,8 +244,8 @@ def step_line(step: Mapping[str, Any]) -> str:
 def replay_monitor(run_dir: Path) -> tuple[list[dict[str, Any]], bool]:
     """Every recorded step of the monitored run in ``run_dir`` recomputed from its trial table (every subject
     re-fitted): each step with the recorded values beside it, ``reproduced`` and ``differs``; whether all are."""
+    from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.design.monitor_file import checked_monitor
 
     design = checked_monitor(json.loads((run_dir / MONITOR_DESIGN).read_text()), str(run_dir / MONITOR_DESIGN))
     recorded = recorded_steps(run_dir)

@@ -5,7 +5,7 @@ simulated study: its power and type-I error are over new samples of people.  The
 researcher runs compares the LLM with one fixed sample, the population's own participants.
 :func:`conditional_on_sample` reruns the same two-group power study with the first group fixed to
 those participants' per-subject MLE (:attr:`~cogtestbed.inference.population.Population.estimates`,
-a :class:`~cogtestbed.validation.studies.study_kinds.ReferenceSample`) and the LLM's group drawn
+a :class:`~cogtestbed.studies.study_kinds.ReferenceSample`) and the LLM's group drawn
 from the population (under the effect, and without it): the power and the null rejection rate the
 researcher will face with these participants, each with its Monte-Carlo SE.
 """
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.studies.study_kinds import PowerStudy
+from cogtestbed.studies.study_kinds import PowerStudy
 
 #: Added to a plan's seed for its conditional studies: the LLM's group of a study at the chosen design
 #: would otherwise be the very group drawn in the search's study of the same seed (the studies whose
@@ -30,7 +30,7 @@ def participants_reference(spec: PowerStudy) -> Any:
     """The population's own participants as the fixed first group of ``spec`` (their per-subject
     MLE of the effect on the test's scale); refused in one line for a population without them."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import reference_from_estimates
+    from cogtestbed.studies.model_studies import reference_from_estimates
 
     pop = spec.from_population
     if pop is None:
@@ -53,8 +53,8 @@ def conditional_on_sample(spec: PowerStudy, sims: int | None = None, workers: in
     (each ``rate``, ``mc_se``, ``sims``), the participants used (``n_participants``) and what the
     figures mean (``meaning``)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.driver import run_study
-    from cogtestbed.validation.studies.model_studies import two_group_mle_row
+    from cogtestbed.studies.driver import run_study
+    from cogtestbed.studies.model_studies import two_group_mle_row
 
     if spec.groups != 2 or spec.from_population is None:
         raise InputError("conditional power is of an LLM against a population's people: groups=2 and a population")

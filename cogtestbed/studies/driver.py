@@ -4,7 +4,7 @@ A study is a declarative :class:`StudySpec` (experiment, kind, models or agent, 
 parameter distribution, reps, seed).  It is split into independent *tasks* (one per repetition
 and design cell); each task derives its random streams from ``SeedSequence([seed, stream])`` only
 (the task's index, or its repetition for the power kinds: common random numbers across a power
-curve's sizes, :data:`~cogtestbed.validation.studies.study_kinds.CRN_KINDS`), so a study gives
+curve's sizes, :data:`~cogtestbed.studies.study_kinds.CRN_KINDS`), so a study gives
 the identical results table whether its tasks run in this process, on a local process pool or on a
 Dask cluster (:func:`run_study`).  Everything dispatches on the experiment spec
 (:class:`~cogtestbed.experiments.spec.ExperimentSpec`):
@@ -17,7 +17,7 @@ Dask cluster (:func:`run_study`).  Everything dispatches on the experiment spec
   set and the model fits them together (:func:`simulate_runs`); elsewhere a subject is one session;
 * ``trials`` scales the design through the declared **trials field** (:func:`design_for_trials`).
 
-Kinds (statistics in :mod:`cogtestbed.validation.studies.summaries`):
+Kinds (statistics in :mod:`cogtestbed.studies.summaries`):
 
 =================  ================================================================================
 recovery           true vs estimated parameters: r, bias, RMSE (+ interval coverage when Bayesian)
@@ -64,9 +64,8 @@ from cogtestbed.inference.hierarchical import (
 )
 from cogtestbed.parameters import check_parameter_names
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.errors import StudyFailure, StudyInputError, WorkerDied
-from cogtestbed.validation.studies.study_data import TaskFn, design_for_trials, study_chunk
-from cogtestbed.validation.studies.study_kinds import (
+from cogtestbed.studies.study_data import TaskFn, design_for_trials, study_chunk
+from cogtestbed.studies.study_kinds import (
     MetricStudy,
     ModelRecoveryStudy,
     ModelStudy,
@@ -77,6 +76,7 @@ from cogtestbed.validation.studies.study_kinds import (
     load_study,
     study_spec,
 )
+from cogtestbed.study_errors import StudyFailure, StudyInputError, WorkerDied
 
 
 # ----------------------------------------------------------------------------- checks
@@ -110,7 +110,7 @@ def _check_agent(spec: MetricStudy, exp: ExperimentSpec) -> None:
                          f"({', '.join(sorted(names))}) nor a design field ({', '.join(sorted(fields_))})")
     test = getattr(spec, "test", None)
     if test is not None and test not in exp.metrics.tests:
-        from cogtestbed.validation.studies.metric_studies import named_tests
+        from cogtestbed.studies.metric_studies import named_tests
 
         valid_tests = named_tests(exp)  # a headline metric only where its value is a test
         if test not in valid_tests:
@@ -215,8 +215,8 @@ def _headline(exp: ExperimentSpec) -> tuple[str, ...]:
 # ----------------------------------------------------------------------------- tasks
 def run_task(spec: StudySpec, task: Mapping[str, Any]) -> pd.DataFrame:
     """One unit of a study; a pure function of (spec, task): the same rows anywhere."""
-    from cogtestbed.validation.studies.metric_studies import METRIC_TASKS
-    from cogtestbed.validation.studies.model_studies import MODEL_TASKS
+    from cogtestbed.studies.metric_studies import METRIC_TASKS
+    from cogtestbed.studies.model_studies import MODEL_TASKS
 
     exp = get_experiment(spec.experiment)
     ss = np.random.SeedSequence([spec.seed, spec.stream(task)])
@@ -513,7 +513,7 @@ def run_study(
         parts = _run_pool(payload, tasks, n_workers, tick)
     table = pd.concat([*ready, *parts], ignore_index=True).sort_values("task", kind="stable")
     table = table.drop(columns="task").reset_index(drop=True)
-    from cogtestbed.validation.studies.summaries import summarise
+    from cogtestbed.studies.summaries import summarise
 
     return StudyResult(spec, table, summarise(spec, table), time.perf_counter() - start)
 
@@ -533,7 +533,7 @@ class StudyResult:
 
     @property
     def verdict(self) -> str:
-        from cogtestbed.validation.studies.verdict import verdict
+        from cogtestbed.studies.verdict import verdict
 
         return verdict(self)
 

@@ -1,5 +1,5 @@
 """A study's designs, runs and cells named in words for its plots, verdicts and reports (the design by
-its fields, :func:`~cogtestbed.validation.studies.sizes.design_label`).
+its fields, :func:`~cogtestbed.studies.sizes.design_label`).
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 
 def design_name(spec: Any, n_trials: Any) -> str:
-    """The design of a study cell named by its fields (:func:`~cogtestbed.validation.studies.sizes.design_label`)."""
+    """The design of a study cell named by its fields (:func:`~cogtestbed.studies.sizes.design_label`)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.sizes import design_label
+    from cogtestbed.studies.sizes import design_label
 
     try:
         return design_label(get_experiment(spec.experiment), spec.design, int(n_trials))
@@ -21,7 +21,7 @@ def design_name(spec: Any, n_trials: Any) -> str:
 def study_design(spec: Any) -> str:
     """The subjects, runs and designs of a one-cell model study, by the designs' fields."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
     designs = ", ".join(design_name(spec, t if t is not None else design_for_trials(exp, None, spec.design).n_trials)

@@ -1,7 +1,7 @@
 """Tasks of the metric-level studies: metric validity, metric power, test size and test power.
 
 They score *agents* (not models) with the experiment's published metrics function, on the same
-task / seed / pool machinery as the model studies (:mod:`cogtestbed.validation.studies.driver`).  One
+task / seed / pool machinery as the model studies (:mod:`cogtestbed.studies.driver`).  One
 task simulates ``runs`` runs of an agent setting — the units the metric is computed over:
 CogBench's runs of one LLM where the experiment pools sessions, simulated subjects elsewhere.
 
@@ -27,8 +27,8 @@ from scipy import stats
 
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
-from cogtestbed.validation.studies.study_data import TaskFn, seed_of, simulate_runs, welch_p
-from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, MetricStudy, MetricValidityStudy, StatTestStudy
+from cogtestbed.studies.study_data import TaskFn, seed_of, simulate_runs, welch_p
+from cogtestbed.studies.study_kinds import MetricPowerStudy, MetricStudy, MetricValidityStudy, StatTestStudy
 
 #: z quantile of the 95 % intervals whose half-widths metrics functions report as ``{metric}_ci``.
 Z95 = float(stats.norm.ppf(0.975))

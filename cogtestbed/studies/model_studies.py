@@ -1,8 +1,8 @@
 """Tasks of the model-level studies: parameter recovery, model recovery, power and SBC.
 
 Each task function takes ``(spec, exp, task, design, rng, sim_seq, fit_seed)`` (see
-:func:`cogtestbed.validation.studies.driver.run_task`), simulates data from a model through its
-generator (:func:`~cogtestbed.validation.studies.driver.simulate_model`) and returns tidy rows.
+:func:`cogtestbed.studies.driver.run_task`), simulates data from a model through its
+generator (:func:`~cogtestbed.studies.driver.simulate_model`) and returns tidy rows.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from cogtestbed.inference.hierarchical import (
     sample_hierarchical_prior,
 )
 from cogtestbed.parameters import Parameter
-from cogtestbed.validation.studies.study_data import (
+from cogtestbed.studies.study_data import (
     SBC_RANKS,
     TaskFn,
     draw_true_parameters,
@@ -40,7 +40,7 @@ from cogtestbed.validation.studies.study_data import (
     simulate_runs_chunked,
     study_chunk,
 )
-from cogtestbed.validation.studies.study_kinds import (
+from cogtestbed.studies.study_kinds import (
     ModelRecoveryStudy,
     ModelStudy,
     PowerStudy,
@@ -76,7 +76,7 @@ def _estimates_mle(model: CognitiveModel, trials: pd.DataFrame) -> pd.DataFrame:
 def _estimates_mle_streamed(spec: ModelStudy, exp: ExperimentSpec, model: str, fitter: CognitiveModel,
                             true: Mapping[str, Any], n: int, seed: int, design: Any, runs: int) -> pd.DataFrame:
     """:func:`_estimates_mle` of ``model``'s data at ``true`` (:func:`simulate_model`), simulated and fitted
-    :func:`~cogtestbed.validation.studies.study_data.study_chunk` subjects at a time, so a task's memory is
+    :func:`~cogtestbed.studies.study_data.study_chunk` subjects at a time, so a task's memory is
     one chunk's trials and the estimates (issue 71): the per-subject fits are independent, so the rows are
     those of one fit of the whole table."""
     gen = exp.generator(model)
@@ -317,7 +317,7 @@ def effect_scale(model: CognitiveModel, effect: str) -> str:
 
 def two_group_test(model: CognitiveModel, effect: str) -> str:
     """The bounded-estimate rule: how a two-group MLE power test compares ``effect``.  ``rank``
-    (Brunner–Munzel, :func:`~cogtestbed.validation.studies.study_data.rank_test`) for a parameter the
+    (Brunner–Munzel, :func:`~cogtestbed.studies.study_data.rank_test`) for a parameter the
     model declares in ``rank_tested_parameters`` (its per-subject MLE runs to a bound of the search
     often, so a mean on any scale is led by how far the optimiser ran, and a power curve can fall as
     subjects are added); ``welch`` (Welch's t-test on :func:`effect_scale`) for any other parameter and
@@ -342,7 +342,7 @@ def reference_sample(model: CognitiveModel, effect: str, trials: pd.DataFrame, s
 def reference_from_estimates(model: CognitiveModel, effect: str, estimates: Mapping[str, np.ndarray],
                              source: str) -> ReferenceSample:
     """A fixed first group from per-subject estimates already made (a fit's, or a population's own
-    participants, :mod:`cogtestbed.validation.studies.conditional`)."""
+    participants, :mod:`cogtestbed.studies.conditional`)."""
     values = on_scale(model.contrast(effect, dict(estimates)), effect_scale(model, effect))
     values = values[np.isfinite(values)]  # as the test keeps them (and JSON carries no NaN)
     if len(values) < 2:  # refused here in one line (inside the model's validator it reads as a pydantic error)
@@ -476,7 +476,7 @@ def _people_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveMod
 
 def forget_people() -> None:
     """Empty this process's fitted people (:func:`_people_values`): a timing of a study's first task
-    then fits them as that task does (:func:`~cogtestbed.validation.design.estimate.plan_look_line`)."""
+    then fits them as that task does (:func:`~cogtestbed.planning.estimate.plan_look_line`)."""
     _PEOPLE.clear()
 
 
@@ -533,7 +533,7 @@ def people_design(exp: ExperimentSpec, trials: int | None) -> Any:
     """The design the people played: the experiment's own, with their trial count reached through
     its trials field, rounded to the nearest count the field can make (the design's own count
     where it has no trials field or ``trials`` is None)."""
-    from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
+    from cogtestbed.studies.study_data import design_for_trials, trials_step
 
     base = design_for_trials(exp, None, {})
     if trials is None or exp.trials_field is None:

@@ -12,7 +12,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.request import as_items, as_text
 
 if TYPE_CHECKING:
-    from cogtestbed.validation.studies.driver import StudySpec
+    from cogtestbed.studies.driver import StudySpec
 
 
 def parse_assignments(items: list[str], option: str = "") -> dict[str, float]:
@@ -58,7 +58,7 @@ def study_spec_of(**fields: Any) -> StudySpec:
     the option."""
     from pydantic import ValidationError
 
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.studies.driver import study_spec
 
     try:
         return study_spec(**fields)
@@ -74,9 +74,9 @@ def study_spec_of(**fields: Any) -> StudySpec:
 
 def sized(experiment: str, design: list[str] | None, trials: str | None) -> dict[str, Any]:
     """``design`` and ``trials`` of a study from ``--design`` (a comma list sweeps the trials field,
-    :func:`~cogtestbed.validation.studies.sizes.split_design`) and ``--trials`` (one of the two sizes the run)."""
+    :func:`~cogtestbed.studies.sizes.split_design`) and ``--trials`` (one of the two sizes the run)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.sizes import split_design
+    from cogtestbed.studies.sizes import split_design
 
     fixed, swept = split_design(get_experiment(experiment), design)
     given = ints(trials, (None,), "`trials`")
@@ -217,13 +217,13 @@ def with_population(spec: Any, population: Any, first_group: bool = True) -> Any
     and spreads come from its posterior draws; with two groups and ``first_group`` the first is as
     many people as the population was fitted to (their number fixed: their data are already
     collected), drawn afresh from it in every simulated study at their own trial count and fitted
-    per subject (:func:`~cogtestbed.validation.studies.model_studies.people_design`); without it
+    per subject (:func:`~cogtestbed.studies.model_studies.people_design`); without it
     (two LLMs) both groups are drawn from it.  None: ``spec`` as it is."""
     if population is None:
         return spec
     from cogtestbed.inference.population import load_population
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_kinds import PowerStudy
+    from cogtestbed.studies.study_kinds import PowerStudy
 
     if not isinstance(spec, PowerStudy):
         raise InputError("`population` draws a model's parameters: it goes with `model` M `effect` NAME=SIZE (a "

@@ -1,7 +1,7 @@
 """An LLM against people: the two-group test's critical p-value calibrated at the planned trial
 counts (issue 68).
 
-The two-group MLE test of an LLM against people (:func:`~cogtestbed.validation.studies.model_studies.task_power_groups`)
+The two-group MLE test of an LLM against people (:func:`~cogtestbed.studies.model_studies.task_power_groups`)
 compares per-subject estimates.  Its nominal level is exact only where both groups' estimates share
 one distribution; an LLM usually plays more trials than the people did, and then its per-subject MLE
 differ from the people's in spread, skew and finite-sample bias even where the two populations are
@@ -16,7 +16,7 @@ population draws, people and people's trials, LLM trials and sizes; a seed of th
 studies the 4th smallest p-value was taken, whose 95 % range for an exact test is ≈ [0.006, 0.048])
 and take as the critical p-value the largest one that rejects at most ``target`` of them
 (:func:`calibrated_critical_p`); ``target`` is α less a margin for the calibration's own Monte-Carlo
-noise (the sequential plan's rule, :func:`~cogtestbed.validation.design.seqauto.calibration_level`),
+noise (the sequential plan's rule, :func:`~cogtestbed.planning.kinds.sequential.seqauto.calibration_level`),
 so that fresh null studies reject at most α with their upper bound.
 
 The same null studies measure the nominal test's level first: where its rejection rate is at most
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.studies.study_kinds import PowerStudy
+from cogtestbed.studies.study_kinds import PowerStudy
 
 #: Added to a study's seed for its calibration null studies (independent of the studies it calibrates).
 CALIBRATION_SEED_OFFSET = 6_800_001
@@ -79,7 +79,7 @@ def calibrate_people_test(spec: PowerStudy, null_sims: int, target: float, worke
     (:data:`CALIBRATION_SEED_OFFSET`), and :func:`calibrated_critical_p` of their p-values at
     ``target``.  Returns ``critical_p``, ``target``, ``null_sims``, the calibration's rejections at
     ``critical_p`` (``rejected``) and at the nominal level (``nominal_rejected``)."""
-    from cogtestbed.validation.studies.driver import run_study
+    from cogtestbed.studies.driver import run_study
 
     if spec.groups != 2 or spec.method != "mle":
         raise InputError("the calibrated critical p-value is of the two-group MLE test: groups=2, method='mle'")
@@ -106,9 +106,9 @@ def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[s
     study's table: ``p_value`` and ``direction``, the signed statistic whose sign is the rejection's
     direction; ``estimate`` where a table has no ``direction``): a study detects where
     p < ``critical_p`` in the effect's direction (any direction at effect 0), as
-    :func:`~cogtestbed.validation.studies.model_studies.detected` judges it at the level.  Returns
+    :func:`~cogtestbed.studies.model_studies.detected` judges it at the level.  Returns
     ``rate``, ``mc_se`` and ``sims``."""
-    from cogtestbed.validation.studies.model_studies import detected
+    from cogtestbed.studies.model_studies import detected
 
     signed = rows["direction" if "direction" in rows else "estimate"]
     hits = np.array([detected(float(p), float(d), effect_size, critical_p)
@@ -124,12 +124,12 @@ def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None
     people by MLE; None otherwise: :func:`calibrate_people_test` at the chosen design with as many
     null studies as ``fresh`` has rows, at ``target``, and the power of the calibrated test
     (:func:`calibrated_power`) on ``fresh``: the plan's fresh studies at the chosen design
-    (:meth:`~cogtestbed.validation.design.plan.Planner.fresh_table`, seeds no search simulation
+    (:meth:`~cogtestbed.planning.plan.Planner.fresh_table`, seeds no search simulation
     used), not the studies whose power chose the design (they favour it) and without simulating
     effect studies again; with its MC SE and what the calibration assumes (``assumes``).  Where
     ``target`` is not above 0 (too few null studies to calibrate below α with a margin) or there are
     no fresh studies, the reason instead.  ``nulls``: those null studies' rows where the caller ran them
-    (a plan: :func:`~cogtestbed.validation.design.plan.calibration_nulls`, the same tasks and seeds),
+    (a plan: :func:`~cogtestbed.planning.plan.calibration_nulls`, the same tasks and seeds),
     else they are run here on ``workers`` processes."""
     if not (isinstance(spec, PowerStudy) and spec.people is not None and spec.method == "mle" and spec.groups == 2):
         return None

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.no_data import pearson_r
-from cogtestbed.validation.studies.labels import design_name, runs_text
+from cogtestbed.studies.labels import design_name, runs_text
 
 
 def pyplot() -> Any:
@@ -257,7 +257,7 @@ def _trials_axis(spec: Any) -> str:
 def _trials_value(spec: Any, n_trials: Any) -> float:
     """The trials field's value of the design with ``n_trials`` trials per run."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
     if exp.trials_field is None:

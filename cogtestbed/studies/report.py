@@ -1,6 +1,6 @@
 """Outputs of a study: Parquet table, PNG plots, a one-paragraph verdict and an HTML report
-(:func:`write_study`).  The plots are :mod:`~cogtestbed.validation.studies.plots`, the verdict
-:mod:`~cogtestbed.validation.studies.verdict`; here the summary tables, the HTML report and the
+(:func:`write_study`).  The plots are :mod:`~cogtestbed.studies.plots`, the verdict
+:mod:`~cogtestbed.studies.verdict`; here the summary tables, the HTML report and the
 output folder.  Files are written to a temporary name and renamed, so a failed run leaves no half file.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import pandas as pd
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.studies.labels import design_name, runs_text
-from cogtestbed.validation.studies.plots import plots
+from cogtestbed.studies.labels import design_name, runs_text
+from cogtestbed.studies.plots import plots
 
 #: Columns of a recovery table, in order (those present).
 RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "summary_kind", "summary_estimate", "median_estimate",
@@ -117,7 +117,7 @@ def check_output_dir(out: Path) -> Path:
 def resolved(spec: Any) -> list[dict[str, Any]]:
     """Every design the study played, every field with its default (and its label, trials per run)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.sizes import resolved_designs
+    from cogtestbed.studies.sizes import resolved_designs
 
     return resolved_designs(get_experiment(spec.experiment), spec.design, tuple(spec.trials))
 

@@ -29,7 +29,7 @@ from typing import Any
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import FIELD_NOUNS, field_text
-from cogtestbed.validation.studies.study_data import design_for_trials, trials_step
+from cogtestbed.studies.study_data import design_for_trials, trials_step
 
 
 def integer_fields(exp: ExperimentSpec) -> list[str]:

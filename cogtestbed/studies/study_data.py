@@ -1,9 +1,9 @@
 """What every study task shares: the design at a number of trials, simulated subjects and their
 true parameters, the fitted model, the tasks' seeds and the statistics of rates and differences.
 
-Used by the study driver (:mod:`cogtestbed.validation.studies.driver`), its tasks
-(:mod:`~cogtestbed.validation.studies.model_studies`, :mod:`~cogtestbed.validation.studies.metric_studies`) and
-the summaries (:mod:`~cogtestbed.validation.studies.summaries`); it imports none of them.
+Used by the study driver (:mod:`cogtestbed.studies.driver`), its tasks
+(:mod:`~cogtestbed.studies.model_studies`, :mod:`~cogtestbed.studies.metric_studies`) and
+the summaries (:mod:`~cogtestbed.studies.summaries`); it imports none of them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prio
 from cogtestbed.lapse import Lapse
 from cogtestbed.parameters import Parameter
 from cogtestbed.simulation import as_sessions, chosen_path, chunk_subjects, simulate, simulate_chunks
-from cogtestbed.validation.studies.study_kinds import ModelStudy, SampledStudy
+from cogtestbed.studies.study_kinds import ModelStudy, SampledStudy
 
 #: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
 UNIFORM_PRIOR_Z = 1.645

@@ -45,7 +45,7 @@ class Study(BaseModel):
     kind: Kind
     experiment: str
     #: Trials per session; ``None`` keeps the design's default (set through the spec's
-    #: ``trials_field``, :func:`~cogtestbed.validation.studies.driver.design_for_trials`).
+    #: ``trials_field``, :func:`~cogtestbed.studies.driver.design_for_trials`).
     trials: tuple[int | None, ...] = (None,)
     #: Runs: sessions each simulated subject plays and the model pools (model studies, only where
     #: the experiment pools sessions); for metric studies the runs (units) the metric is computed
@@ -235,9 +235,9 @@ class SbcStudy(ModelStudy):
 class ReferenceSample(BaseModel):
     """A fixed first group of a two-group power study: a sample that is not simulated (a human
     sample's trial table, fitted once), as the per-subject MLE of the tested parameter or contrast
-    on the test's scale (:func:`~cogtestbed.validation.studies.model_studies.effect_scale`).  Any
+    on the test's scale (:func:`~cogtestbed.studies.model_studies.effect_scale`).  Any
     source of trial tables (a file today; issue 52's human populations later) becomes one through
-    :func:`~cogtestbed.validation.studies.model_studies.reference_sample`."""
+    :func:`~cogtestbed.studies.model_studies.reference_sample`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -268,7 +268,7 @@ class PowerStudy(ModelStudy):
     effect_size: float = 0.0
     #: 1: a one-sample test of the effect against 0; 2: two groups of ``subjects`` each (two LLMs),
     #: the second's medians moved by the effect, their difference tested
-    #: (:func:`~cogtestbed.validation.studies.model_studies.task_power`).
+    #: (:func:`~cogtestbed.studies.model_studies.task_power`).
     groups: Literal[1, 2] = 1
     #: With ``groups=2``: the first group as a fixed sample (an LLM against a human sample) instead
     #: of simulated subjects; its fitted medians are the simulated group's base.
@@ -284,7 +284,7 @@ class PowerStudy(ModelStudy):
     sd_between: float = Field(0.5, ge=0)
     level: float = Field(0.05, gt=0, lt=1)
     #: A calibrated critical p-value of the two-group MLE test (an LLM against people playing fewer
-    #: trials: :func:`~cogtestbed.validation.studies.people_level.calibrated_critical_p`): a study
+    #: trials: :func:`~cogtestbed.studies.people_level.calibrated_critical_p`): a study
     #: detects where p < ``critical_p`` instead of p < ``level`` (None: ``level``).
     critical_p: float | None = Field(None, gt=0, lt=1)
     #: Model parameters held fixed at these values.

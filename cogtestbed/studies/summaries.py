@@ -18,8 +18,8 @@ import pandas as pd
 from scipy import stats
 
 from cogtestbed.no_data import pearson_r
-from cogtestbed.validation.studies.study_data import rate
-from cogtestbed.validation.studies.study_kinds import StudySpec
+from cogtestbed.studies.study_data import rate
+from cogtestbed.studies.study_kinds import StudySpec
 
 #: Fewest (true, estimate) pairs a recovery correlation is computed from: below it r says
 #: nothing (two points always give |r| = 1) and the verdict reports too few subjects to judge.

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 
 from cogtestbed.formatting import num, rate_text
-from cogtestbed.validation.studies.labels import design_name, runs_text, study_design
-from cogtestbed.validation.studies.recovery_checks import BOUND_SHARE_FLAG
+from cogtestbed.studies.labels import design_name, runs_text, study_design
+from cogtestbed.studies.recovery_checks import BOUND_SHARE_FLAG
 
 #: Recovery r at or above this is called "good"; below 0.5 "poor" (conventions of e.g.
 #: Wilson & Collins 2019 / White et al. for learning-model parameters).
@@ -30,10 +30,10 @@ def verdict(result: Any) -> str:
 
 
 def unit_sentence(spec: Any) -> str:
-    """What one simulated subject or run is (:func:`~cogtestbed.validation.studies.sizes.unit_text`)."""
+    """What one simulated subject or run is (:func:`~cogtestbed.studies.sizes.unit_text`)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.sizes import unit_text
-    from cogtestbed.validation.studies.study_kinds import MODEL_KINDS
+    from cogtestbed.studies.sizes import unit_text
+    from cogtestbed.studies.study_kinds import MODEL_KINDS
 
     return unit_text(get_experiment(spec.experiment), spec.kind in MODEL_KINDS, tuple(spec.runs))
 

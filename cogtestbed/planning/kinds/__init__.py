@@ -4,8 +4,8 @@ A plan kind declares the request it accepts (the options it reads, :attr:`PlanKi
 before anything is simulated (:attr:`PlanKind.check`), runs it (:attr:`PlanKind.run`), writes its payload
 (:attr:`PlanKind.write`) and says it as text (:attr:`PlanKind.lines`).  The package's own kinds and the
 registry that serves them, the command line, :func:`cogtestbed.plan` and :meth:`cogtestbed.Plan.save` are in
-:mod:`cogtestbed.validation.design.plan_kinds`; another package adds one with
-:func:`~cogtestbed.validation.design.plan_kinds.register_plan_kind` or the entry-point group
+:mod:`cogtestbed.planning.plan_kinds`; another package adds one with
+:func:`~cogtestbed.planning.plan_kinds.register_plan_kind` or the entry-point group
 ``cogtestbed.plan_kinds`` (CONTRIBUTING.md, "Adding a plan kind").
 
 Imports nothing heavy.
@@ -31,7 +31,7 @@ class PlanContext:
     ``read_table(exp, table_or_path, source, sessions)`` → ``(table, source)`` reads a trial table of the
     experiment (:func:`cogtestbed.api.core.read_table`); ``dry_run``: kept for plug-in kinds
     (the package's own kinds, the adaptive one included, price through
-    :class:`~cogtestbed.validation.design.pricing.Pricer`: one price, issue 67); ``say``: progress lines
+    :class:`~cogtestbed.planning.pricing.Pricer`: one price, issue 67); ``say``: progress lines
     (None: silence)."""
 
     read_table: Callable[..., Any]
@@ -69,11 +69,11 @@ class PlanKind:
     that names no ``question`` asks this one (kinds asked in ``order``, lowest first; the first that
     claims it plans it); ``check(exp, request)``: the refusals reachable from the request alone, each one
     line, before anything is simulated; ``accepts``: the options (flat keywords of
-    :class:`~cogtestbed.validation.design.plan_options.PlanRequest`) it reads, any other given refused in
+    :class:`~cogtestbed.planning.plan_options.PlanRequest`) it reads, any other given refused in
     one line (None: every option); ``write(payload, folder)`` → the files written; ``lines(payload,
     size_name)``: the plan as text; ``frontier``: whether its payload has a cost-power frontier to plot;
     ``facts``: whether ``check`` reads no more of the experiment than its
-    :class:`~cogtestbed.validation.design.facts.ExperimentFacts` (it then runs on the shipped facts of a package
+    :class:`~cogtestbed.planning.facts.ExperimentFacts` (it then runs on the shipped facts of a package
     experiment before the experiment is imported, and again on the experiment)."""
 
     name: str

@@ -1,9 +1,9 @@
 """``plan --adaptive`` (issue 53): adaptive against fixed sessions of the same design space for one
 precision target, each arm's trials per session priced for the sessions asked.
 
-The simulation and the share within the half-width are :mod:`cogtestbed.validation.design.adaptive`'s
-(:func:`~cogtestbed.validation.design.adaptive.compare`,
-:func:`~cogtestbed.validation.design.adaptive.precision_trials`); this module checks the target and
+The simulation and the share within the half-width are :mod:`cogtestbed.planning.kinds.adaptive.adaptive`'s
+(:func:`~cogtestbed.planning.kinds.adaptive.adaptive.compare`,
+:func:`~cogtestbed.planning.kinds.adaptive.adaptive.precision_trials`); this module checks the target and
 sizes, asks a caller-given ``price`` for each reached arm's cost (one call per trial; a fixed session of
 the same space has the same prompts' length) and writes the plan's payload.
 """
@@ -45,7 +45,7 @@ def adaptive_target(exp: Any, precision: Mapping[str, float] | str | None, assur
     the sizes (``trials``: a count, ``(lo, hi)``, a list or the command line's ``N`` / ``LO:HI``, its top the
     longest session simulated, default :data:`ADAPTIVE_MAX_TRIALS`; ``subjects``: one number of sessions),
     refused in one line where they do not make a plan (a power target is not planned yet)."""
-    from cogtestbed.validation.design.sizes import Sizes
+    from cogtestbed.planning.sizes import Sizes
 
     if precision is None:
         raise InputError("plan `adaptive` plans a precision target: give `precision` PARAM=HALFWIDTH (a power target "
@@ -69,8 +69,8 @@ def adaptive_target(exp: Any, precision: Mapping[str, float] | str | None, assur
 def run_adaptive(exp: Any, req: Any, ctx: Any) -> Any:
     """The ``adaptive`` plan kind (``adaptive`` with ``precision``): :func:`plan_adaptive`, each arm's
     trials per session priced by the first LLM's dry run of the sessions asked, through the
-    :class:`~cogtestbed.validation.design.pricing.Pricer` the power plans price with (one price, issue 67)."""
-    from cogtestbed.validation.design.kinds import Planned
+    :class:`~cogtestbed.planning.pricing.Pricer` the power plans price with (one price, issue 67)."""
+    from cogtestbed.planning.kinds import Planned
 
     ad, tg, lm = req.adaptive_sessions, req.target, req.llms
     target = adaptive_target(exp, tg.precision, tg.assurance, req.sizes.trials, req.sizes.subjects, ad.adaptive_sims)
@@ -84,13 +84,13 @@ def run_adaptive(exp: Any, req: Any, ctx: Any) -> Any:
 
 
 def adaptive_pricer(exp: Any, llm: str, req: Any) -> Any:
-    """The :class:`~cogtestbed.validation.design.pricing.Pricer` of ``llm`` for an adaptive plan: the request's
+    """The :class:`~cogtestbed.planning.pricing.Pricer` of ``llm`` for an adaptive plan: the request's
     prices, answer settings, reasoning controls and completion tokens per call (``assume_reasoning_tokens``)."""
     from pathlib import Path
 
     from cogtestbed.experiments.spec import resolve_temperature
-    from cogtestbed.validation.design.pricing import Pricer
-    from cogtestbed.validation.design.request import hidden_tokens
+    from cogtestbed.planning.pricing import Pricer
+    from cogtestbed.planning.request import hidden_tokens
 
     lm = req.llms
     hidden = hidden_tokens([llm], None, lm.assume_reasoning_tokens, lm.thinking_budget, exp.name)
@@ -124,8 +124,8 @@ def adaptive_run(pricer: Any, exp: Any, payload: Mapping[str, Any], max_cost: fl
     """The ``cost`` and ``run`` blocks of the adaptive arm where it reaches the target (else nothing): the
     sessions and the exact design priced (adaptive fields, trials), so ``run --dry-run --plan`` of the plan
     gives its dollars to the cent (its cost range too, where completion tokens per call are measured or assumed)."""
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION, run_block
-    from cogtestbed.validation.design.pricing import tokens_source
+    from cogtestbed.planning.plan_report import PLAN_VERSION, run_block
+    from cogtestbed.planning.pricing import tokens_source
 
     arm = payload["adaptive"]
     if arm["calls"] is None:
@@ -138,7 +138,7 @@ def adaptive_run(pricer: Any, exp: Any, payload: Mapping[str, Any], max_cost: fl
 
 def _check_parameter(exp: Any, parameter: str) -> None:
     """Refuse a target parameter the experiment's adaptive model lacks, before the simulation (an
-    experiment without adaptive sessions is refused by :func:`~cogtestbed.validation.design.adaptive.compare`)."""
+    experiment without adaptive sessions is refused by :func:`~cogtestbed.planning.kinds.adaptive.adaptive.compare`)."""
     decl = exp.adaptive
     names = list(exp.models[decl.model].parameters.names) if hasattr(decl, "model") else [parameter]
     if parameter not in names:
@@ -148,13 +148,13 @@ def _check_parameter(exp: Any, parameter: str) -> None:
 def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarget, sims: int, seed: int,
                   llm: str | None, price: Price | None, say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The ``plan --adaptive`` payload: ``sims`` subjects from the prior through ``target.top`` adaptive and
-    fixed trials (both arms the same subjects and the same design: :func:`~cogtestbed.validation.design.
+    fixed trials (both arms the same subjects and the same design: :func:`~cogtestbed.planning.
     adaptive.compare`), the trials per session each arm needs for ``target`` on the parameter's natural scale
     (the scale ``plan --precision`` uses: the posterior mean's value within the half-width of the truth), each
     trial count's verdict with its interval, the ratio of the trials with a bootstrap interval over subjects,
     and each reached arm priced by ``price`` (calls = trials × sessions and no cost without one)."""
     from cogtestbed.experiments._adaptive import adaptive_model
-    from cogtestbed.validation.design.adaptive import compare
+    from cogtestbed.planning.kinds.adaptive.adaptive import compare
 
     adaptive_model(exp)  # an experiment whose trials cannot be chosen is refused before anything is said
     if say is not None:
@@ -224,8 +224,8 @@ def _bootstrap(hits: dict[str, np.ndarray], assurance: float, seed: int) -> dict
 
 def _searched(hits: np.ndarray, assurance: float) -> list[dict[str, Any]]:
     """Every trial count simulated: its share within the half-width, Wilson interval and verdict (reached, not
-    reached, undecided: :func:`~cogtestbed.validation.design.power_sims.verdict`)."""
-    from cogtestbed.validation.design.power_sims import verdict
+    reached, undecided: :func:`~cogtestbed.planning.kinds.power.power_sims.verdict`)."""
+    from cogtestbed.planning.kinds.power.power_sims import verdict
 
     n = hits.shape[0]
     return [{"trials": t + 1, "share": float(k / n), **verdict(int(k), n, assurance)}
@@ -233,10 +233,10 @@ def _searched(hits: np.ndarray, assurance: float) -> list[dict[str, Any]]:
 
 
 def _fixed_design(exp: Any) -> str:
-    """What the fixed arm asks (:func:`~cogtestbed.validation.design.adaptive.compare`)."""
+    """What the fixed arm asks (:func:`~cogtestbed.planning.kinds.adaptive.adaptive.compare`)."""
     if getattr(exp.adaptive, "observations", None) is not None:
-        return "the instrument's own trials of the same design and length (validation/design/adaptive.py)"
-    return "the design space in one seeded random order (validation/design/adaptive.py)"
+        return "the instrument's own trials of the same design and length (planning/kinds/adaptive/adaptive.py)"
+    return "the design space in one seeded random order (planning/kinds/adaptive/adaptive.py)"
 
 
 def _priced_arm(reached: dict[str, float], sessions: int, targets: Sequence[str],
@@ -287,7 +287,7 @@ def adaptive_line(payload: Mapping[str, Any]) -> str:
 def _priced_lines(payload: Mapping[str, Any]) -> list[str]:
     """The adaptive arm's run (sessions, trials, the design ``run --plan`` executes) and its cost range where
     completion tokens per call are measured or assumed (issue 67)."""
-    from cogtestbed.validation.design.pricing import cost_range_line
+    from cogtestbed.planning.pricing import cost_range_line
 
     run = payload.get("run")
     if run is None:

@@ -35,7 +35,7 @@ from cogtestbed.environments.forms import FORM_COLUMN
 from cogtestbed.errors import InputError
 from cogtestbed.inference.form_effects import form_random_effects, form_summaries
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.form_studies import STUDY_STARTS, FormStudySpec, effect_values
+from cogtestbed.studies.form_studies import STUDY_STARTS, FormStudySpec, effect_values
 
 #: Draws of the form offsets whose effect SD is τ (MC error of τ about 0.2 %).
 TAU_DRAWS = 200_000
@@ -151,7 +151,7 @@ def pilot_problems(spec: FormStudySpec, fits: pd.DataFrame, model: Any, tau: flo
     of their range; τ came out 0 (the forms' means differ no more than their within-form noise
     predicts, so the pilot cannot tell the form SD from 0); or τ's ``interval`` holds every SD the
     effect can have (:func:`effect_max_sd`), so the pilot says nothing about it."""
-    from cogtestbed.validation.studies.recovery_checks import at_bound
+    from cogtestbed.studies.recovery_checks import at_bound
 
     names = list(model.contrasts[spec.contrast]) if spec.contrast is not None else [str(spec.parameter)]
     hit = np.zeros(len(fits), dtype=bool)
@@ -221,7 +221,7 @@ def plan_forms(effect: float, scales: EffectScales, forms_grid: Sequence[int], t
     chosen = min(feasible, key=lambda r: (r[key], r["forms"])) if feasible else None
     return {"effect": effect, "target_power": target, "alpha": alpha, "scales": scales.as_json(),
             "dollars_per_subject": dollars_per_subject, "designs": rows, "chosen": chosen, "one_form": one_form,
-            "method": "noncentral t of the test on form means (cogtestbed.validation.design.form_plan)"}
+            "method": "noncentral t of the test on form means (cogtestbed.planning.kinds.forms.form_plan)"}
 
 
 def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], forms_grid: Sequence[int],
@@ -230,9 +230,9 @@ def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], for
                      design: Any = None) -> dict[str, Any]:
     """``cogtestbed plan … --forms 1,2,4,8 --form-sd P=SD``: σ and τ of ``effect`` (from ``pilot``,
     a table run across forms, else simulated), each K's cheapest design and the choice; a session
-    is priced by ``pricer`` (:class:`~cogtestbed.validation.design.pricing.Pricer`, ``None``: subjects only)."""
+    is priced by ``pricer`` (:class:`~cogtestbed.planning.pricing.Pricer`, ``None``: subjects only)."""
     from cogtestbed.environments.forms import FormDesign, FormError
-    from cogtestbed.validation.studies.form_studies import form_study_spec
+    from cogtestbed.studies.form_studies import form_study_spec
 
     exp = get_experiment(experiment)
     grid = sorted(set(int(k) for k in forms_grid))

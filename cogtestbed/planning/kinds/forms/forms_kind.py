@@ -1,5 +1,6 @@
 """The ``forms`` plan kind (``cogtestbed plan --forms``, ``ct.plan(..., forms=...)``): the number of prompt forms
-and the subjects per form chosen jointly by dollars (:func:`~cogtestbed.validation.design.form_plan.plan_forms_study`),
+and the subjects per form chosen jointly by dollars
+(:func:`~cogtestbed.planning.kinds.forms.form_plan.plan_forms_study`),
 its request checked before anything is simulated (:func:`check_forms`)."""
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.kinds import PlanContext, Planned
+from cogtestbed.planning.kinds import PlanContext, Planned
 
 
 def _items(value: Any) -> list[str]:
-    from cogtestbed.validation.studies.options import assignment_items
+    from cogtestbed.studies.options import assignment_items
 
     return assignment_items(value)
 
@@ -72,9 +73,9 @@ def form_sd_of(form_sd: Any) -> dict[str, float]:
 def check_forms(exp: Any, req: Any) -> None:
     """The refusals of a forms plan reachable from its request alone (before any simulation): counts, the
     effect, the model and every parameter ``effect`` and ``form_sd`` name (the model's parameters listed).
-    ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.validation.design.facts`)."""
-    from cogtestbed.validation.design.facts import facts_of
-    from cogtestbed.validation.design.request_checks import check_answerable
+    ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.planning.facts`)."""
+    from cogtestbed.planning.facts import facts_of
+    from cogtestbed.planning.request_checks import check_answerable
 
     facts = facts_of(exp)
     tg = req.target
@@ -123,9 +124,9 @@ def run_forms(exp: Any, req: Any, ctx: PlanContext) -> Planned:
     the first LLM (a reasoning model priced as every plan prices it)."""
     from cogtestbed.experiments.spec import resolve_temperature
     from cogtestbed.parameters import parse_assignments
-    from cogtestbed.validation.design.form_plan import plan_forms_study
-    from cogtestbed.validation.design.pricing import Pricer
-    from cogtestbed.validation.design.request import hidden_tokens
+    from cogtestbed.planning.kinds.forms.form_plan import plan_forms_study
+    from cogtestbed.planning.pricing import Pricer
+    from cogtestbed.planning.request import hidden_tokens
 
     tg, lm, sim = req.target, req.llms, req.simulated
     check_forms(exp, req)

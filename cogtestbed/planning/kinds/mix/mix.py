@@ -258,7 +258,7 @@ def _predicted_unit_cost(req: Any, fee: float) -> float:
 def check_mix(exp: Any, req: Any) -> None:
     """The ``mix`` kind's refusals from the request alone: its required options, the estimand a parameter of the
     model and the precision target on the estimand."""
-    from cogtestbed.validation.design.sizes import Effect
+    from cogtestbed.planning.sizes import Effect
 
     mx, tg = req.mixed, req.target
     missing = [f"`{name}`" for name, given in (("model", tg.model), ("estimand", mx.estimand),
@@ -280,8 +280,8 @@ def check_mix(exp: Any, req: Any) -> None:
 def run_mix(exp: Any, req: Any, ctx: Any) -> Any:
     """The ``mix`` plan kind: the people's per-person estimates (``human``), the predictor's predictions of the
     same people (:func:`predictions`) and :func:`plan_mix` at the ``precision`` half-width."""
-    from cogtestbed.validation.design.kinds import Planned
-    from cogtestbed.validation.design.sizes import Effect
+    from cogtestbed.planning.kinds import Planned
+    from cogtestbed.planning.sizes import Effect
 
     mx = req.mixed
     target = Effect.of(req.target.precision, "precision")

@@ -1,4 +1,4 @@
-"""The ``monitor`` plan kind's refusals (:mod:`~cogtestbed.validation.design.monitor_kind`): what its request alone
+"""The ``monitor`` plan kind's refusals (:mod:`~cogtestbed.planning.kinds.monitor.monitor_kind`): what its request alone
 decides, checked on an experiment's shipped facts before its module is imported (and again on the loaded
 experiment), and the bounded statistic the betting e-process needs.
 
@@ -33,12 +33,12 @@ def check_monitor(exp: Any, req: Any) -> None:
     """Refusals from the request alone: a model effect with one or two LLMs (no people, no test target, no
     hierarchical fit) whose statistic is bounded, or a metric difference between two settings (two LLMs)
     whose metric has per-unit values (a pooled metric with only a standard error has no unit to look at).
-    ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.validation.design.facts`: what they decide is
+    ``exp``: the experiment, or its shipped facts (:mod:`~cogtestbed.planning.facts`: what they decide is
     refused before the experiment is imported; the metric's per-unit values and the statistic's bounds are
     checked on the loaded experiment)."""
-    from cogtestbed.validation.design.facts import ExperimentFacts
-    from cogtestbed.validation.design.request import check_target
-    from cogtestbed.validation.design.sizes import Effect
+    from cogtestbed.planning.facts import ExperimentFacts
+    from cogtestbed.planning.request import check_target
+    from cogtestbed.planning.sizes import Effect
 
     if not req.sequential.monitor:
         raise InputError("a monitor plan needs `monitor`")
@@ -63,7 +63,7 @@ def check_monitor(exp: Any, req: Any) -> None:
         raise InputError("a monitor plan monitors the per-subject MLE: drop `fit`")
     if isinstance(exp, ExperimentFacts):
         return
-    from cogtestbed.validation.studies.model_studies import effect_scale
+    from cogtestbed.studies.model_studies import effect_scale
 
     model = exp.model(t.model)
     effect = Effect.of(t.effect, "effect")

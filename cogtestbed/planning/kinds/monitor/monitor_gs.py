@@ -2,19 +2,19 @@
 plan side by side at equal power, the two that are not the monitor computed from the same simulated units.
 
 The statistic at a look is the fixed plan's: the two-sided one-sample t-test on the units so far
-(:func:`~cogtestbed.validation.design.seqsim.prefix_z`) — one subject's MLE less its null value (one LLM), or a
+(:func:`~cogtestbed.planning.kinds.sequential.seqsim.prefix_z`) — one subject's MLE less its null value (one LLM), or a
 pair's difference (two LLMs: the paired form of the fixed plan's two-sample test; with independent groups
 the pair difference's variance is the sum of the groups', so the two tests have the same power to within the
 t-distribution's degrees of freedom).
 
-The group-sequential design is the planner's (:mod:`~cogtestbed.validation.design.seqplan`): ``K`` looks at
+The group-sequential design is the planner's (:mod:`~cogtestbed.planning.kinds.sequential.seqplan`): ``K`` looks at
 ``round(k/K · N)`` units, Lan–DeMets O'Brien–Fleming α-spending bounds at the planned fractions k/K
-(:func:`~cogtestbed.validation.design.seqpaths.boundaries`), efficacy only, their level calibrated by one
-shift on simulated null studies (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`: α/2 in the
+(:func:`~cogtestbed.planning.kinds.sequential.seqpaths.boundaries`), efficacy only, their level calibrated by one
+shift on simulated null studies (:func:`~cogtestbed.planning.kinds.sequential.seqsim.calibrate_shift`: α/2 in the
 effect's direction, α for an undirected metric difference); the maximum size ``N`` is the smallest of
-:func:`~cogtestbed.validation.design.seqplan.candidate_maxima` reaching the target power.  Calibration and the
+:func:`~cogtestbed.planning.kinds.sequential.seqplan.candidate_maxima` reaching the target power.  Calibration and the
 choice of ``N`` read the *choosing* pools' studies; power, type-I error and expected sizes are measured on the
-*measuring* pools' (:mod:`~cogtestbed.validation.design.monitor_pools`).
+*measuring* pools' (:mod:`~cogtestbed.planning.kinds.monitor.monitor_pools`).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ ZTable = Callable[[int], tuple[np.ndarray, np.ndarray]]
 
 
 def prefix_table(rows: np.ndarray) -> ZTable:
-    """A cached :func:`~cogtestbed.validation.design.seqsim.prefix_z` of simulated studies (rows)."""
-    from cogtestbed.validation.design.seqsim import prefix_z
+    """A cached :func:`~cogtestbed.planning.kinds.sequential.seqsim.prefix_z` of simulated studies (rows)."""
+    from cogtestbed.planning.kinds.sequential.seqsim import prefix_z
 
     cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -72,10 +72,16 @@ def group_sequential(choose_eff: np.ndarray, choose_nul: np.ndarray, eff: np.nda
     """The group-sequential design on simulated studies (rows; see the module docstring): ``choose_*`` the
     choosing pools' studies (calibration, the maximum size), ``eff``/``nul`` the measuring pools' with their
     sub-pools (``*_which``, the MC SEs).  ``dirn``: the effect's sign (0: undirected)."""
-    from cogtestbed.validation.design.monitor_pools import rate_and_se, upper_bound
-    from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
-    from cogtestbed.validation.design.seqplan import MAX_FACTOR, MIN_FACTOR, candidate_maxima, look_sizes, operate
-    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
+    from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, upper_bound
+    from cogtestbed.planning.kinds.sequential.seqpaths import Boundaries, boundaries
+    from cogtestbed.planning.kinds.sequential.seqplan import (
+        MAX_FACTOR,
+        MIN_FACTOR,
+        candidate_maxima,
+        look_sizes,
+        operate,
+    )
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift, null_scores
 
     length = eff.shape[1]
     hi = min(length, max(math.ceil(MAX_FACTOR * n_fix), 2 * looks))
@@ -124,8 +130,8 @@ def fixed_measured(eff: np.ndarray, nul: np.ndarray, eff_which: np.ndarray, nul_
                    level: float, dirn: float) -> dict[str, Any]:
     """The fixed t-test at ``n`` units on the measuring pools' studies: power (in the effect's direction)
     and type-I error (either direction) with their MC SEs."""
-    from cogtestbed.validation.design.monitor_pools import rate_and_se, upper_bound
-    from cogtestbed.validation.design.seqsim import prefix_z
+    from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, upper_bound
+    from cogtestbed.planning.kinds.sequential.seqsim import prefix_z
 
     pw, pw_se = rate_and_se(fixed_rejects(prefix_z(eff, n)[0], level, dirn), eff_which)
     rej, rej_se = rate_and_se(fixed_rejects(prefix_z(nul, n)[0], level, 0.0), nul_which)

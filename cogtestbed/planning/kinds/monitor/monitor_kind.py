@@ -6,18 +6,18 @@ its value before the effect (one LLM), or a pair's difference, the second group'
 (two LLMs: subjects enter in pairs, one per group); for a metric difference between two settings (two LLMs),
 a pair of units' difference of the metric's per-unit values (:func:`metric_pool`).  The test
 (:func:`choose_test`, fixed from the plan's simulation before any data) is a betting e-process of
-:mod:`~cogtestbed.validation.design.eprocess`: for one LLM the mean test on the range the parameter's declared
+:mod:`~cogtestbed.planning.kinds.monitor.eprocess`: for one LLM the mean test on the range the parameter's declared
 bounds give the contrast (:func:`statistic_bounds`; a log-scale parameter bounded at 0 has none, so it is
 refused) against a null interval covering the MLE's simulated bias; for two LLMs the test of symmetry about 0,
 exact when the two are exchangeable and needing no bounds.  It is looked at after every unit; it stops when
 ``K_t ≥ 1/α`` (efficacy) or at the cap (futility), the smallest size at which it reaches the target power.
 
 Validation (:func:`operate`, :func:`designs_on_pools`): per hypothesis pools of simulated units at the fixed
-plan's design (:mod:`~cogtestbed.validation.design.monitor_pools`), split into ``BATCHES`` disjoint sub-pools;
+plan's design (:mod:`~cogtestbed.planning.kinds.monitor.monitor_pools`), split into ``BATCHES`` disjoint sub-pools;
 each simulated study is a random ordering of one sub-pool's units, so each is exactly a study of i.i.d. units
 (a random permutation of i.i.d. draws is i.i.d.) while the fits are reused across studies.  The studies of
 one sub-pool share units, so the Monte-Carlo SEs are the larger of the binomial one and the spread between
-sub-pools.  The test, its cap and the group-sequential design (:mod:`~cogtestbed.validation.design.monitor_gs`)
+sub-pools.  The test, its cap and the group-sequential design (:mod:`~cogtestbed.planning.kinds.monitor.monitor_gs`)
 are chosen on *choosing* pools; every printed figure is measured on *measuring* pools of other seed streams.
 """
 
@@ -32,11 +32,11 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.kinds import PlanContext, Planned
-from cogtestbed.validation.design.monitor_checks import check_monitor, statistic_bounds
-from cogtestbed.validation.design.monitor_file import sealed
-from cogtestbed.validation.design.monitor_gs import GS_LOOKS
-from cogtestbed.validation.design.monitor_pools import (
+from cogtestbed.planning.kinds import PlanContext, Planned
+from cogtestbed.planning.kinds.monitor.monitor_checks import check_monitor, statistic_bounds
+from cogtestbed.planning.kinds.monitor.monitor_file import sealed
+from cogtestbed.planning.kinds.monitor.monitor_gs import GS_LOOKS
+from cogtestbed.planning.kinds.monitor.monitor_pools import (
     BATCHES,
     POOL_FACTOR,
     Pools,
@@ -63,8 +63,8 @@ def operate(eff: np.ndarray, eff_which: np.ndarray, nul: np.ndarray, nul_which: 
     (given, else the smallest size with power ≥ ``power`` under the effect, else the largest simulated), power,
     the null's rejection rate at every look up to the cap and beyond (one-sided 95 % upper bound), expected
     sizes.  The test: the mean's (null 0 ± ``halfwidth``) on ``[lo, hi]``, or with ``scale`` symmetry about 0
-    (:func:`~cogtestbed.validation.design.eprocess.tested_scale`), with the ``planned`` bet."""
-    from cogtestbed.validation.design.eprocess import first_crossing, log_capital, tested_scale
+    (:func:`~cogtestbed.planning.kinds.monitor.eprocess.tested_scale`), with the ``planned`` bet."""
+    from cogtestbed.planning.kinds.monitor.eprocess import first_crossing, log_capital, tested_scale
 
     def crossing(x: np.ndarray) -> np.ndarray:
         y, m, width = tested_scale(x, lo, hi, halfwidth, scale)
@@ -96,10 +96,10 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
                     say: Any = None, group_sequential: bool = True) -> dict[str, Any]:
     """The ``monitor`` section of a plan: bounds, the rule, its operating characteristics at the fixed
     design's trials, expected subjects and dollars beside the fixed design's, the saving with its MC SE, and
-    (``group_sequential``) the group-sequential design of :mod:`~cogtestbed.validation.design.monitor_gs`.
+    (``group_sequential``) the group-sequential design of :mod:`~cogtestbed.planning.kinds.monitor.monitor_gs`.
     ``spec``: the fixed plan's study, a model effect or a metric difference between two settings
-    (:func:`~cogtestbed.validation.design.monitor_pools.draw_pools`).  The rule is chosen on the choosing pools,
-    every printed figure measured on fresh measuring pools (:mod:`~cogtestbed.validation.design.monitor_pools`)."""
+    (:func:`~cogtestbed.planning.kinds.monitor.monitor_pools.draw_pools`).  The rule is chosen on the choosing pools,
+    every printed figure measured on fresh measuring pools (:mod:`~cogtestbed.planning.kinds.monitor.monitor_pools`)."""
     metric = getattr(spec, "metric", None) is not None
     n_fix = int(chosen["runs"] if metric else chosen["subjects"])
     trials, runs = chosen.get("trials"), 1 if metric else int(chosen.get("runs") or 1)
@@ -126,10 +126,10 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     """The monitor (and the group-sequential design) at ``n_fix`` units of the fixed design: the test and its
     cap chosen on ``choose``'s studies, every operating characteristic measured on ``measure``'s (pools of
     disjoint seed streams: refused otherwise)."""
+    from cogtestbed.planning.kinds.monitor.monitor_gs import fixed_measured
+    from cogtestbed.planning.kinds.monitor.monitor_gs import group_sequential as gs_design
+    from cogtestbed.planning.kinds.sequential.seqplan import direction
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_gs import fixed_measured
-    from cogtestbed.validation.design.monitor_gs import group_sequential as gs_design
-    from cogtestbed.validation.design.seqplan import direction
 
     if choose.seed_set() & measure.seed_set() or choose.role == measure.role:
         raise InputError("the monitor's choosing and measuring pools must come from disjoint seed streams")
@@ -179,7 +179,7 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
 def _model_statistic(spec: Any) -> tuple[float, float, str]:
     """A model effect's statistic: its bounds (a pair difference's, or less the null value) and its label."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import effect_scale
+    from cogtestbed.studies.model_studies import effect_scale
 
     model = get_experiment(spec.experiment).model(spec.models[0])
     scale = effect_scale(model, spec.effect)
@@ -206,16 +206,16 @@ def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float
     * **two LLMs** (a pair's difference): the test of symmetry about 0 — under the null the two LLMs are
       exchangeable, so ``D = X_B − X_A`` and ``−D`` have one distribution and every odd bounded function of
       ``D`` has conditional mean 0, exactly, with no bound on ``D`` and no estimator bias (it cancels);
-      :func:`~cogtestbed.validation.design.eprocess.symmetric_unit` at the scale (:data:`SCALE_QUANTILES` of
+      :func:`~cogtestbed.planning.kinds.monitor.eprocess.symmetric_unit` at the scale (:data:`SCALE_QUANTILES` of
       ``|D|``) whose Kelly bet grows fastest under the effect;
     * **one LLM**: the mean test on ``[lo, hi]`` against the null interval ``0 ± δ``, ``δ`` the per-subject
       MLE's bias under the null as simulated (``|mean| + 1.96 SE`` of ``nul_pool``): the estimator is not
       unbiased at a finite design, and a Kelly-sized bet against exactly 0 would turn that bias into false
       rejections (the premise "conditional mean 0 under H0" would not hold).
 
-    Each with the exact Kelly bet on the simulated effect (:func:`~cogtestbed.validation.design.eprocess.
+    Each with the exact Kelly bet on the simulated effect (:func:`~cogtestbed.planning.kinds.monitor.eprocess.
     kelly_bet`) mixed with the hedged aGRAPA process."""
-    from cogtestbed.validation.design.eprocess import HEDGE_WEIGHT, kelly_bet, symmetric_unit, tested_scale
+    from cogtestbed.planning.kinds.monitor.eprocess import HEDGE_WEIGHT, kelly_bet, symmetric_unit, tested_scale
 
     eff, nul = eff_pool[np.isfinite(eff_pool)], nul_pool[np.isfinite(nul_pool)]
     mean, se = float(nul.mean()), float(nul.std(ddof=1) / math.sqrt(nul.size))
@@ -252,7 +252,7 @@ def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float
 
 
 def _null(spec: Any, model: Any) -> float:
-    from cogtestbed.validation.studies.model_studies import one_sample_null
+    from cogtestbed.studies.model_studies import one_sample_null
 
     return one_sample_null(spec.model_copy(update={"effect_size": 0.0}), model)
 
@@ -260,8 +260,8 @@ def _null(spec: Any, model: Any) -> float:
 def run_monitor(exp: Any, req: Any, ctx: PlanContext) -> Planned:
     """The ``monitor`` plan kind: the fixed plan (with ``looks``: and its group-sequential design), then the
     anytime-valid monitor at the chosen design's trials (:func:`monitor_section`)."""
-    from cogtestbed.validation.design.request import run_power, run_sequential
-    from cogtestbed.validation.studies.study_kinds import load_study
+    from cogtestbed.planning.request import run_power, run_sequential
+    from cogtestbed.studies.study_kinds import load_study
 
     planned = (run_sequential if req.sequential.looks is not None else run_power)(exp, req, ctx)
     payload = dict(planned.payload)
@@ -282,11 +282,11 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
                  chosen: Mapping[str, Any]) -> dict[str, Any]:
     """The plan's ``run`` section for a monitored run: up to the cap's units per LLM (one LLM: subjects; two:
     pairs, one unit of each LLM a step), each LLM's calls limit scaled to them, and the monitor
-    (:mod:`cogtestbed.validation.runs.monitor_run`) under ``monitor``, sealed with the digest of its content
+    (:mod:`cogtestbed.runs.monitor_run`) under ``monitor``, sealed with the digest of its content
     (with ``looks``, the group-sequential design stays in the payload for comparison; the run executes the
     monitor)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import effect_scale
+    from cogtestbed.studies.model_studies import effect_scale
 
     cap = int(mon["cap"])
     calls = run.get("max_calls")
@@ -308,7 +308,7 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
 
 def monitor_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     """The plan's text, then the three designs side by side at equal power."""
-    from cogtestbed.validation.design.plan_text import plan_lines
+    from cogtestbed.planning.plan_text import plan_lines
 
     out = list(plan_lines(payload, size_name))
     return out + design_table(payload)
@@ -365,7 +365,7 @@ def _offered(upper: float | None, level: float) -> str:
 
 
 def _pooled_sequential_row(mon: Mapping[str, Any]) -> list[str]:
-    """The group-sequential design computed on the monitor's pools (:mod:`~cogtestbed.validation.design.
+    """The group-sequential design computed on the monitor's pools (:mod:`~cogtestbed.planning.
     monitor_gs`), where the plan has none of its own: its row and its boundary."""
     gs = mon.get("group_sequential")
     if not isinstance(gs, Mapping):
@@ -410,7 +410,7 @@ def _saving(mon: Mapping[str, Any], under: str) -> str:
 def _sequential_row(seq: Any, level: float) -> list[str]:
     """The group-sequential design's row (its chosen candidate), where the plan has one (marked where its
     type-I error's upper bound exceeds ``level``)."""
-    from cogtestbed.validation.design.monitor_pools import upper_bound
+    from cogtestbed.planning.kinds.monitor.monitor_pools import upper_bound
 
     if not isinstance(seq, Mapping) or "design" not in seq:
         return [] if seq is None else ["  group-seq.: no design reached the target (plan.json's `sequential`)"]
@@ -429,7 +429,7 @@ def _sequential_row(seq: Any, level: float) -> list[str]:
 def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
     """``plan.json`` (and the fixed plan's report) through the fixed plan's writer; ``monitor.json`` beside."""
     from cogtestbed.outputs import atomic_write_bytes
-    from cogtestbed.validation.design.plan_report import write_plan
+    from cogtestbed.planning.plan_report import write_plan
 
     files = write_plan(dict(payload), out)
     dest = out / "monitor.json"

@@ -75,11 +75,11 @@ def choose_size(measure_n: int) -> int:
 def subject_pool(spec: Any, trials: int | None, runs: int, n: int, seed: int) -> np.ndarray:
     """``n`` simulated subjects' statistic at the design (``trials`` per run, ``runs``): the per-subject MLE
     of ``spec.effect`` on the test's scale less :func:`one_sample_null` (NaN: no valid trial).  ``spec`` is a
-    one-group :class:`~cogtestbed.validation.studies.study_kinds.PowerStudy`."""
+    one-group :class:`~cogtestbed.studies.study_kinds.PowerStudy`."""
+    from cogtestbed.planning.kinds.sequential.seqsim import subject_contrasts
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqsim import subject_contrasts
-    from cogtestbed.validation.studies.model_studies import one_sample_null, power_parameters
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
+    from cogtestbed.studies.model_studies import one_sample_null, power_parameters
+    from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_model
 
     exp = get_experiment(spec.experiment)
     model = exp.model(spec.models[0])
@@ -133,13 +133,13 @@ def null_studies(pool: np.ndarray, reps: int, length: int, rng: np.random.Genera
 
 
 def metric_pool(spec: Any, trials: int | None, n: int, seed: int, effect: bool) -> np.ndarray:
-    """``n`` pair differences of a metric per unit (run or subject, :func:`~cogtestbed.validation.studies.
+    """``n`` pair differences of a metric per unit (run or subject, :func:`~cogtestbed.studies.
     metric_studies.comparison_result`, the fixed plan's own per-unit values): unit ``i`` of the second setting
     less unit ``i`` of the first (``effect``), or of a second, independent simulation of the first setting (the
     null: two exchangeable LLMs).  NaN where either unit has no value.  ``spec``: a metric-power study."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.metric_studies import comparison_result
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.studies.metric_studies import comparison_result
+    from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
@@ -178,7 +178,7 @@ def rate_and_se(x: np.ndarray, which: np.ndarray) -> tuple[float, float]:
 def upper_bound(rate: float, se: float, n: int) -> float:
     """One-sided 95 % upper bound of a rejection rate: the larger of ``rate + 1.645·se`` (the MC SE, sub-pool
     spread included) and the Clopper–Pearson bound of ``rate·n`` rejections in ``n`` studies."""
-    from cogtestbed.validation.design.seqfair import upper_bound as clopper_pearson
+    from cogtestbed.planning.kinds.sequential.seqfair import upper_bound as clopper_pearson
 
     return max(rate + 1.645 * se, clopper_pearson(round(rate * n), n))
 

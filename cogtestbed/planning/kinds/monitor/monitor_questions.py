@@ -13,7 +13,7 @@ exchangeability) — a question without it is reported with its reason, not simu
 pricing): a *pilot* pool under the effect gives the fixed size's normal approximation and with it the longest
 study; the *choosing* pools fix the fixed t-test's size (the smallest reaching the target power on their
 studies), the monitor's rule and cap and the group-sequential design; the *measuring* pools, of other seed
-streams, give every figure reported (:mod:`~cogtestbed.validation.design.monitor_pools`).
+streams, give every figure reported (:mod:`~cogtestbed.planning.kinds.monitor.monitor_pools`).
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def declared_questions(exp: Any, groups: tuple[int, ...] = (1,)) -> list[Questio
     """``exp``'s declared ``power`` (each of ``groups``: 1, one LLM; 2, two LLMs) and ``metric-power`` studies as
     monitor questions (see the module docstring)."""
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.design.monitor_kind import statistic_bounds
-    from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
-    from cogtestbed.validation.studies.model_studies import effect_scale
+    from cogtestbed.planning.kinds.monitor.monitor_kind import statistic_bounds
+    from cogtestbed.studies.driver import declared_studies, spec_from_decl
+    from cogtestbed.studies.model_studies import effect_scale
 
     out: list[Question] = []
     for name, decl in declared_studies(exp):
@@ -82,16 +82,16 @@ def declared_questions(exp: Any, groups: tuple[int, ...] = (1,)) -> list[Questio
 def validate_question(spec: Any, power: float = 0.8, sims: int = 2000, seed: int = 0,
                       max_units: int = MAX_UNITS) -> dict[str, Any]:
     """The three designs of one question measured on simulated pools (see the module docstring): the monitor
-    section (:func:`~cogtestbed.validation.design.monitor_kind.designs_on_pools`) with the fixed t-test at its
+    section (:func:`~cogtestbed.planning.kinds.monitor.monitor_kind.designs_on_pools`) with the fixed t-test at its
     chosen size (``fixed``), CPU seconds and the units simulated; a question whose fixed size exceeds
     ``max_units`` (by the pilot's normal approximation) gives ``{"reason"}`` instead."""
     import numpy as np
     from scipy import stats
 
-    from cogtestbed.validation.design.monitor_gs import fixed_size, prefix_table
-    from cogtestbed.validation.design.monitor_kind import MAX_FACTOR, designs_on_pools
-    from cogtestbed.validation.design.monitor_pools import BATCHES, POOL_FACTOR, choose_size, draw_pools, studies
-    from cogtestbed.validation.design.seqplan import direction
+    from cogtestbed.planning.kinds.monitor.monitor_gs import fixed_size, prefix_table
+    from cogtestbed.planning.kinds.monitor.monitor_kind import MAX_FACTOR, designs_on_pools
+    from cogtestbed.planning.kinds.monitor.monitor_pools import BATCHES, POOL_FACTOR, choose_size, draw_pools, studies
+    from cogtestbed.planning.kinds.sequential.seqplan import direction
 
     start = time.process_time()
     metric = getattr(spec, "metric", None) is not None

@@ -1,9 +1,9 @@
 """The people's own trials per subject, checked before the experiment is imported (issue 71).
 
 A plan of an LLM against people (``--human TABLE``, or ``--population`` beside one ``--llm``) plays the people's
-own trials per subject; other ``trials`` are refused (:func:`~cogtestbed.validation.design.request.equal_trials`:
+own trials per subject; other ``trials`` are refused (:func:`~cogtestbed.planning.request.equal_trials`:
 at unequal trials the two-group test of per-subject estimates does not hold its level).  The study built by
-:func:`~cogtestbed.validation.design.request.run_power` refuses them too, but only after the experiment's module,
+:func:`~cogtestbed.planning.request.run_power` refuses them too, but only after the experiment's module,
 its compiled kernels and the table are loaded (1.2 s CPU from a cold command line).  :func:`refuse_other_trials`
 reads only what the count needs (the Parquet table's ``subject`` column through pyarrow, or the population file's
 ``trials``), so the refusal of a request and its people comes in well under a second, with the same line.
@@ -19,17 +19,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cogtestbed.validation.design.plan_options import PlanRequest
-from cogtestbed.validation.design.request import equal_trials, human_trials, modal_count
-from cogtestbed.validation.design.sizes import Sizes
+from cogtestbed.planning.plan_options import PlanRequest
+from cogtestbed.planning.request import equal_trials, human_trials, modal_count
+from cogtestbed.planning.sizes import Sizes
 
-#: The plan kinds whose study plays the people's trials (:func:`~cogtestbed.validation.design.request._study`).
+#: The plan kinds whose study plays the people's trials (:func:`~cogtestbed.planning.request._study`).
 PEOPLE_KINDS = frozenset({"power", "sequential", "hierarchical"})
 
 
 def refuse_other_trials(kind: str, req: PlanRequest) -> None:
     """Refuse ``req``'s ``trials`` where they are not its people's own trials per subject (one line, the line
-    :func:`~cogtestbed.validation.design.request.equal_trials` gives), reading no more than the count needs; a
+    :func:`~cogtestbed.planning.request.equal_trials` gives), reading no more than the count needs; a
     request it cannot judge without the experiment passes (the study's own check judges it)."""
     if kind not in PEOPLE_KINDS or req.sizes.trials is None or req.sizes.design or req.sequential.looks is not None \
             or req.analysis.fit != "mle":
@@ -55,7 +55,7 @@ def refuse_other_trials(kind: str, req: PlanRequest) -> None:
 
 def _table_trials(human: Any) -> int | None:
     """The most common number of rows a subject has in the table ``human`` (the largest where several are as
-    common: :func:`~cogtestbed.validation.design.request.human_trials`), from its ``subject`` column alone (a
+    common: :func:`~cogtestbed.planning.request.human_trials`), from its ``subject`` column alone (a
     Parquet file's read through pyarrow, never through pandas); None where that cannot be read so (a file an
     importer reads, no such column, a missing value)."""
     if isinstance(human, (str, os.PathLike)):

@@ -1,5 +1,5 @@
 """Power by simulation at a design: a plan's :class:`PowerEvaluator` runs the generic study tasks
-(:mod:`cogtestbed.validation.studies.driver`) at each design point in growing batches, and
+(:mod:`cogtestbed.studies.driver`) at each design point in growing batches, and
 :func:`decided` says when a batch may stop (the estimate clearly above or below the target).
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.validation.design.space import Point, size_axis_name, study_at
-from cogtestbed.validation.studies.driver import (
+from cogtestbed.planning.space import Point, size_axis_name, study_at
+from cogtestbed.studies.driver import (
     StudyTaskError,
     dask_client,
     fork_pool,
@@ -26,8 +26,8 @@ from cogtestbed.validation.studies.driver import (
     run_chunk,
     stop_pool,
 )
-from cogtestbed.validation.studies.model_studies import REUSE_PREFIX
-from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
+from cogtestbed.studies.model_studies import REUSE_PREFIX
+from cogtestbed.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: A design is called above/below the target once its estimate is this many binomial SEs (at
 #: the target) away from it ...
@@ -77,7 +77,7 @@ def _run_on_cluster(client: Any, payload: str, tasks: list[dict[str, Any]]) -> l
 
 
 def timed_chunk(payload: str, tasks: list[dict[str, Any]]) -> tuple[pd.DataFrame, float, int]:
-    """:func:`~cogtestbed.validation.studies.driver.run_chunk` on a Dask worker, with the CPU seconds it took
+    """:func:`~cogtestbed.studies.driver.run_chunk` on a Dask worker, with the CPU seconds it took
     there (the CPU clock of the worker thread running it) and the worker's process id."""
     import os
     import time
@@ -284,7 +284,7 @@ class PowerEvaluator:
 
 def reuses_fits(spec: PlannedStudy) -> bool:
     """Whether ``spec``'s tasks hand their fits to the next design: an LLM against a population's
-    people by per-subject MLE (:func:`~cogtestbed.validation.studies.model_studies.task_power_groups`)."""
+    people by per-subject MLE (:func:`~cogtestbed.studies.model_studies.task_power_groups`)."""
     return isinstance(spec, PowerStudy) and spec.people is not None and spec.method == "mle" and spec.groups == 2
 
 

@@ -1,7 +1,7 @@
 """A sequential test per size for the plan's size searches (issue 47 item 4).
 
-The hierarchical size search (:mod:`cogtestbed.validation.design.fitcheck`) and the precision search
-(:mod:`cogtestbed.validation.design.precision`) measure a rate (power, assurance) by simulation at each
+The hierarchical size search (:mod:`cogtestbed.planning.fitcheck`) and the precision search
+(:mod:`cogtestbed.planning.kinds.precision.precision`) measure a rate (power, assurance) by simulation at each
 size they try and keep the smallest size that "reaches" the target.  Accepting a size on its point
 estimate, or re-checking an interval after every batch without adjustment, picks a size whose true
 rate is below the target far more often than 5 % of searches (the audit of issue 47: 10–24 % and

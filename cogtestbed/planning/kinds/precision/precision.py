@@ -6,10 +6,10 @@ at which P(|estimate − truth| ≤ halfwidth) ≥ Q for one simulated subject's
 estimate of ``PARAM`` (a model parameter or contrast).  The assurance is estimated by simulation:
 subjects are drawn as the power studies draw them (population medians from ``--base``/a pilot, else
 the model's defaults, scattered with SD ``sd_between`` on the unconstrained scale,
-:func:`~cogtestbed.validation.studies.model_studies.power_parameters`), simulated through the model's
+:func:`~cogtestbed.studies.model_studies.power_parameters`), simulated through the model's
 generating agent and fitted one by one; the share within the halfwidth is reported with its 95 %
 Wilson interval (its Monte-Carlo uncertainty).  Designs are simulated in batches of :data:`BATCH`
-until a sequential test decides (:mod:`~cogtestbed.validation.design.sizetest`, issue 47): a design
+until a sequential test decides (:mod:`~cogtestbed.planning.kinds.power.sizetest`, issue 47): a design
 passes when the one-sided lower Clopper–Pearson bound of its assurance at 1 − 0.025/10 reaches Q, fails
 when the upper bound falls below Q, and fails if still undecided after :data:`MAX_SUBJECTS` subjects,
 so that a design whose true assurance is below Q passes in at most 2.5 % of searches (the search's
@@ -18,7 +18,7 @@ decided and a Wilson interval was re-checked after every batch without adjustmen
 assurance .88 passed a .9 target 12 % of the time.
 
 The search walks the design axis — the trials axis (the experiment's trials field,
-:mod:`cogtestbed.validation.studies.sizes`), or another integer design field given as a list (``--design
+:mod:`cogtestbed.studies.sizes`), or another integer design field given as a list (``--design
 n_samples=2,4,8``) — upwards on a coarse grid and bisects between the last design that fails and
 the first that passes, for each runs value (experiments that pool sessions).
 """
@@ -36,12 +36,12 @@ import numpy as np
 from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.formatting import wilson
-from cogtestbed.validation.design.plan import PlanInfeasible
-from cogtestbed.validation.design.pricing import Pricer, cost_key, cost_range_line, tokens_source
-from cogtestbed.validation.design.sizetest import SizeTest
-from cogtestbed.validation.design.space import Axis, Point
-from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
-from cogtestbed.validation.studies.study_kinds import PowerStudy
+from cogtestbed.planning.kinds.power.sizetest import SizeTest
+from cogtestbed.planning.plan import PlanInfeasible
+from cogtestbed.planning.pricing import Pricer, cost_key, cost_range_line, tokens_source
+from cogtestbed.planning.space import Axis, Point
+from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_model
+from cogtestbed.studies.study_kinds import PowerStudy
 
 #: Subjects simulated per batch of one design.
 BATCH = 40
@@ -49,7 +49,7 @@ BATCH = 40
 MAX_SUBJECTS = 400
 #: The default assurance Q.
 DEFAULT_ASSURANCE = 0.9
-#: The sequential test each design's assurance must pass (:mod:`~cogtestbed.validation.design.sizetest`):
+#: The sequential test each design's assurance must pass (:mod:`~cogtestbed.planning.kinds.power.sizetest`):
 #: at most MAX_SUBJECTS / BATCH looks.
 LOOKS = MAX_SUBJECTS // BATCH
 
@@ -79,7 +79,7 @@ class Share:
     def interval(self) -> tuple[float, float]:
         return wilson(self.hits, self.n)
 
-    #: the sequential test's decision (:class:`~cogtestbed.validation.design.sizetest.SizeTest`): None until decided
+    #: the sequential test's decision (:class:`~cogtestbed.planning.kinds.power.sizetest.SizeTest`): None until decided
     passed: bool | None = None
 
     def decide(self, target: float) -> bool | None:
@@ -129,7 +129,7 @@ class PrecisionPlanner:
 
     # -- one design
     def _batch(self, point: Point, k: int, n: int = BATCH) -> tuple[np.ndarray, np.ndarray]:
-        from cogtestbed.validation.studies.model_studies import power_parameters
+        from cogtestbed.studies.model_studies import power_parameters
 
         entropy = [self.spec.seed, 7_000_003, point.runs, point.trials or 0, k, *(v for _, v in point.fields)]
         param_seq, sim_seq = np.random.SeedSequence(entropy).spawn(2)
@@ -253,7 +253,7 @@ class PrecisionPlanner:
 
 def precision_payload(result: PrecisionResult, planner: PrecisionPlanner) -> dict[str, Any]:
     """Everything the precision plan found (``--json`` and ``plan.json``)."""
-    from cogtestbed.validation.studies.sizes import resolved_designs
+    from cogtestbed.studies.sizes import resolved_designs
 
     chosen = result.chosen
     designs = resolved_designs(planner.exp, chosen.design(planner.spec.design), (chosen.trials,))

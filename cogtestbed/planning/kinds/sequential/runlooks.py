@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.seqpaths import Boundaries, first_units, z_from_p
+from cogtestbed.planning.kinds.sequential.seqpaths import Boundaries, first_units, z_from_p
 
 #: A run's looks, one JSON line each, in its folder.
 LOOKS_FILE = "looks.jsonl"
@@ -28,7 +28,7 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
     """(Z, estimate, p-value) of the plan's test on the first ``units`` subjects of a run's table: the
     same fitter and test the plan simulated (``design``: the plan's ``run.sequential`` section).  A
     metric difference between two LLMs takes ``table`` as the pair (first LLM's, second LLM's)."""
-    from cogtestbed.validation.studies.metric_studies import test_outcome
+    from cogtestbed.studies.metric_studies import test_outcome
 
     stat = design["statistic"]
     if stat["kind"] == "metric-power":
@@ -49,11 +49,13 @@ def look_statistic(exp: Any, design: Mapping[str, Any], table: Any, units: int) 
 
 def _model_statistic(exp: Any, stat: Mapping[str, Any], part: Any, units: int) -> dict[str, Any]:
     """The one-sample t-test on per-subject MLEs of the contrast (a model-effect plan's look), each
-    searched for as the plan simulated it (``statistic.fit``: :func:`~cogtestbed.validation.design.seqfit.fit_of`),
-    or the amortised estimate the plan trained (:func:`~cogtestbed.validation.design.seqamortised.statistic_of`: on
+    searched for as the plan simulated it (``statistic.fit``:
+    :func:`~cogtestbed.planning.kinds.sequential.seqfit.fit_of`),
+    or the amortised estimate the plan trained
+    (:func:`~cogtestbed.planning.kinds.sequential.seqamortised.statistic_of`: on
     the test's scale less the plan's null already)."""
     from cogtestbed.inference.base import with_lapse
-    from cogtestbed.validation.design.seqamortised import AmortisedFit, statistic_of
+    from cogtestbed.planning.kinds.sequential.seqamortised import AmortisedFit, statistic_of
 
     model = exp.model(stat["model"])
     if not part["valid"].any():  # nothing to fit: no evidence (Z taken as 0 by the rule)
@@ -101,7 +103,7 @@ def pair_statistic(exp: Any, stat: Mapping[str, Any], tables: Sequence[Any], uni
     sessions and the fixed plan's difference test (:func:`difference_test`: Welch on per-run values,
     else the z-test of two pooled estimates); the estimate is second LLM − first, as the plan's
     ``--compare A B`` is B − A.  No metric for an LLM, or no p-value: a null statistic with its reason."""
-    from cogtestbed.validation.studies.metric_studies import comparison_result, difference_test, metric_value
+    from cogtestbed.studies.metric_studies import comparison_result, difference_test, metric_value
 
     options = dict(stat.get("metric_options") or {})
     metric = stat["metric"]

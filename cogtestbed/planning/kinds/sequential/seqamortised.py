@@ -1,7 +1,7 @@
 """An amortised per-subject statistic for ``plan --looks auto`` (issue 71), trained and validated per plan.
 
 ``plan --looks auto`` simulates ~240,000 subjects; fitting each by the coarse-start MLE
-(:data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`) is most of its time.  The issue names *amortised
+(:data:`~cogtestbed.planning.kinds.sequential.seqfit.AUTO_FIT`) is most of its time.  The issue names *amortised
 point estimators trained once per model and design and validated by simulation* as a way that keeps the plan's
 guarantees.  This module is that estimator, the simplest one that needs no code per family
 (``benchmarks/studies/amortised_statistic.py`` measured it first):
@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.seqfit import AUTO_FIT, SubjectFit
-from cogtestbed.validation.studies.study_kinds import PowerStudy
+from cogtestbed.planning.kinds.sequential.seqfit import AUTO_FIT, SubjectFit
+from cogtestbed.studies.study_kinds import PowerStudy
 
 #: The value of ``statistic.fit.estimator`` that names this statistic in plan.json.
 ESTIMATOR = "amortised"
@@ -98,9 +98,10 @@ class AmortisedFit:
         return dict(zip(keys, values.tolist(), strict=True))
 
     def contrasts(self, spec: PowerStudy, model: Any, table: Any, n: int, null: float | None = None) -> np.ndarray:
-        """As :func:`~cogtestbed.validation.design.seqsim.subject_contrasts` (subject ids 0..n−1; NaN for a subject
+        """As :func:`~cogtestbed.planning.kinds.sequential.seqsim.subject_contrasts` (subject ids 0..n−1; NaN for a
+        subject
         without a valid trial); ``null`` is not read: the estimates are against the plan's null it was trained on."""
-        from cogtestbed.validation.studies.study_data import fitted_model
+        from cogtestbed.studies.study_data import fitted_model
 
         values = np.full(n, np.nan)
         for key, v in self.estimates(fitted_model(spec, model), table).items():
@@ -124,8 +125,8 @@ class AmortisedFit:
 
 def statistic_of(statistic: Mapping[str, Any] | None) -> SubjectFit | AmortisedFit:
     """The per-subject statistic a plan recorded (``statistic.fit``): the amortised estimator, the MLE's search
-    (:func:`~cogtestbed.validation.design.seqfit.fit_of`) or, without a record, the model's own MLE."""
-    from cogtestbed.validation.design.seqfit import fit_of
+    (:func:`~cogtestbed.planning.kinds.sequential.seqfit.fit_of`) or, without a record, the model's own MLE."""
+    from cogtestbed.planning.kinds.sequential.seqfit import fit_of
 
     rec = (statistic or {}).get("fit") or {}
     if rec.get("estimator") != ESTIMATOR:
@@ -170,8 +171,8 @@ def _subjects(spec: PowerStudy, model: Any, trials: int | None, runs: int, n: in
               seq: np.random.SeedSequence) -> tuple[Any, dict[str, np.ndarray]]:
     """(trial table, true parameters) of ``n`` subjects drawn as the plan draws them."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import power_subjects
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.model_studies import power_subjects
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
     return power_subjects(spec, exp, model, design_for_trials(exp, trials, spec.design), runs, n, seq)
@@ -181,7 +182,7 @@ def _feasible(spec: PowerStudy, model: Any) -> list[float]:
     """The :data:`TRAIN_MULTIPLES` whose population keeps the median of every parameter the effect moves strictly
     inside its bounds (a median on a bound, e.g. a discount rate k = 0, puts every subject's effect near −690 on a
     log scale; a parameter the effect does not move keeps the plan's median, on a bound or not)."""
-    from cogtestbed.validation.studies.model_studies import effect_shift, population_medians
+    from cogtestbed.studies.model_studies import effect_shift, population_medians
 
     moved = set(effect_shift(spec, model))
     out = []
@@ -202,7 +203,7 @@ def _inside(lower: float, upper: float, value: float) -> bool:
 def trainable(spec: PowerStudy) -> str | None:
     """Why the plan cannot train the estimator for ``spec`` (None: it can)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_data import fitted_model
+    from cogtestbed.studies.study_data import fitted_model
 
     model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
     nodes = len(SubjectFit(GRID_POINTS, 1).fitter(model).start_grid())
@@ -238,9 +239,9 @@ def train(spec: PowerStudy, trials: int | None, runs: int, subjects: int | None 
     training populations simulated in a fork pool of ``workers`` (their random numbers are each population's
     own)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.driver import map_forked
-    from cogtestbed.validation.studies.model_studies import one_sample_null, one_sample_values
-    from cogtestbed.validation.studies.study_data import fitted_model
+    from cogtestbed.studies.driver import map_forked
+    from cogtestbed.studies.model_studies import one_sample_null, one_sample_values
+    from cogtestbed.studies.study_data import fitted_model
 
     model = get_experiment(spec.experiment).model(spec.models[0])
     fitter = SubjectFit(GRID_POINTS, 1).fitter(fitted_model(spec, model))
@@ -273,9 +274,9 @@ def _training_batch(spec_json: str, mult: float, factor: float, trials: int | No
                     j: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     """One training population's (NLL at the grid's nodes, true effect) of its subjects with a valid trial."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import one_sample_values
-    from cogtestbed.validation.studies.study_data import fitted_model
-    from cogtestbed.validation.studies.study_kinds import load_study
+    from cogtestbed.studies.model_studies import one_sample_values
+    from cogtestbed.studies.study_data import fitted_model
+    from cogtestbed.studies.study_kinds import load_study
 
     spec = load_study(spec_json)
     assert isinstance(spec, PowerStudy)
@@ -315,7 +316,7 @@ def choose_statistic(spec: PowerStudy, null: PowerStudy, trials: int | None, run
     estimator when it can be trained and keeps :data:`EFFICIENCY` of ``AUTO_FIT``'s standardized effect on
     :data:`VALIDATION` fresh subjects under ``null`` and as many under ``spec``; otherwise ``AUTO_FIT`` (training
     and validation in a fork pool of ``workers``)."""
-    from cogtestbed.validation.studies.driver import map_forked
+    from cogtestbed.studies.driver import map_forked
 
     why = trainable(spec)
     if why is not None:
@@ -350,8 +351,8 @@ def _validation_set(spec_json: str, part_json: str, amortised: AmortisedFit, tri
                     which: int) -> tuple[np.ndarray, np.ndarray]:
     """(amortised, coarse-start MLE) estimates of :data:`VALIDATION` fresh subjects drawn as ``part`` draws them."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import one_sample_null
-    from cogtestbed.validation.studies.study_kinds import load_study
+    from cogtestbed.studies.model_studies import one_sample_null
+    from cogtestbed.studies.study_kinds import load_study
 
     spec, part = load_study(spec_json), load_study(part_json)
     assert isinstance(spec, PowerStudy) and isinstance(part, PowerStudy)

@@ -4,10 +4,10 @@ The search (Jennison & Turnbull 2000, ch. 7, for the designs; the search is the 
 
 * **Candidates**: K = 2…10 looks at ``round(k/K · N)`` units, the spending families of
   :data:`FAMILIES` (O'Brien–Fleming and Pocock types, Hwang–Shih–DeCani γ = −4, −2, 0, 1), futility
-  off or on (non-binding β-spending, :func:`~cogtestbed.validation.design.seqpaths.boundaries`), and
+  off or on (non-binding β-spending, :func:`~cogtestbed.planning.kinds.sequential.seqpaths.boundaries`), and
   every maximum size N from :data:`MIN_FACTOR` to :data:`MAX_FACTOR` times the fixed plan's size.
 * **One set of paths for every candidate**: each study is simulated once, to the largest maximum
-  size, and its statistic computed at every size (:class:`~cogtestbed.validation.design.seqsim.Simulator`
+  size, and its statistic computed at every size (:class:`~cogtestbed.planning.kinds.sequential.seqsim.Simulator`
   with no stopping rule); every candidate's rule is then applied to the same paths (common random
   numbers: candidates differ by their rule, not by their draws).  Three sets: studies under the
   target effect, *calibration* null studies and *search* null studies (seeds of their own).
@@ -16,7 +16,7 @@ The search (Jennison & Turnbull 2000, ch. 7, for the designs; the search is the 
   calibration null studies cannot tell them from it (their rejection rate in the effect's direction,
   futility ignored, within 2 MC SE of α/2); otherwise the bounds are moved by one shift so that the
   calibration null studies reject at exactly α/2 in the effect's direction (*simulated calibration*,
-  :func:`~cogtestbed.validation.design.seqsim.calibrate_shift`).  Either way the other direction keeps
+  :func:`~cogtestbed.planning.kinds.sequential.seqsim.calibrate_shift`).  Either way the other direction keeps
   its analytic bound.
 * **Futility is non-binding** unless ``binding``: calibration and type-I error ignore futility stops
   (a run may continue past a futility bound without exceeding α); expected costs and power obey them.
@@ -27,7 +27,7 @@ The search (Jennison & Turnbull 2000, ch. 7, for the designs; the search is the 
   null studies never used in the search, in that order, and the first that keeps type-I error ≤ α
   (point estimate) and power ≥ target there is chosen.  Its reported error rates are the fresh ones.
 * **Statistic** (issue 71): a model target's simulated subjects are fitted by the coarse-start MLE of
-  :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT` (recorded in the design's ``statistic.fit``, which
+  :data:`~cogtestbed.planning.kinds.sequential.seqfit.AUTO_FIT` (recorded in the design's ``statistic.fit``, which
   ``run --plan``'s looks compute); every set of studies and the fair comparator use it.
 * **Fair comparator**: the fixed design at equal type-I error — the fixed plan's test at each size,
   its critical value in the effect's direction calibrated on the *same* calibration null studies to
@@ -49,8 +49,8 @@ from typing import Any
 import numpy as np
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.seqamortised import AmortisedFit, choose_statistic
-from cogtestbed.validation.design.seqfair import (
+from cogtestbed.planning.kinds.sequential.seqamortised import AmortisedFit, choose_statistic
+from cogtestbed.planning.kinds.sequential.seqfair import (
     FIXED_MIN_FACTOR,
     assumptions,
     critical_at,
@@ -65,9 +65,9 @@ from cogtestbed.validation.design.seqfair import (
     type1_check,
     type1_words,
 )
-from cogtestbed.validation.design.seqfit import AUTO_FIT, SubjectFit
-from cogtestbed.validation.design.seqpaths import Boundaries, boundaries
-from cogtestbed.validation.design.seqplan import (
+from cogtestbed.planning.kinds.sequential.seqfit import AUTO_FIT, SubjectFit
+from cogtestbed.planning.kinds.sequential.seqpaths import Boundaries, boundaries
+from cogtestbed.planning.kinds.sequential.seqplan import (
     Candidate,
     SequentialResult,
     candidate_maxima,
@@ -76,7 +76,7 @@ from cogtestbed.validation.design.seqplan import (
     null_spec,
     operate,
 )
-from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
+from cogtestbed.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Spending families searched (the project's choice: the two Lan–DeMets types and Hwang–Shih–DeCani
 #: γ from O'Brien–Fleming-like −4 to Pocock-like 1).
@@ -134,7 +134,7 @@ def shapes(level: float, target: float, looks: Sequence[int] = LOOKS, families: 
            futility: Sequence[bool] = (False, True), workers: int = 1) -> list[Shape]:
     """Every rule's analytic bounds at the planned fractions k/K (sizes are placeholders), split over a fork pool
     of ``workers`` (each rule's bounds are its own: the same list in the same order)."""
-    from cogtestbed.validation.studies.driver import map_split
+    from cogtestbed.studies.driver import map_split
 
     combos = [(k, fam, fut, level, target) for k in looks for fam in families for fut in futility]
     return map_split(_shapes_of, combos, workers)
@@ -157,7 +157,7 @@ def strip_futility(b: Boundaries) -> Boundaries:
 
 
 def _side_scores(b: Boundaries, z: np.ndarray, cols: Sequence[int], dirn: float, binding: bool) -> np.ndarray:
-    from cogtestbed.validation.design.seqsim import null_scores
+    from cogtestbed.planning.kinds.sequential.seqsim import null_scores
 
     return null_scores(b if binding else strip_futility(b), z, cols, dirn)
 
@@ -168,7 +168,7 @@ def fit_bounds(shape: Shape, sizes: tuple[int, ...], cal_z: np.ndarray, cols: Se
     agree with normal theory on both sides (each side's rate within 2 MC SE of ``side``), else each
     side shifted to reject at ``side`` on them (against the effect's direction first, futility ignored;
     then in it, futility ignored unless ``binding``); ``exact``: always shifted (no analytic shortcut)."""
-    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift, null_scores
 
     base = Boundaries(sizes, shape.spending, shape.bounds.level, shape.bounds.efficacy, shape.bounds.futility)
     up = _side_scores(base, cal_z, cols, dirn, binding)
@@ -247,12 +247,12 @@ def plan_auto(spec: PlannedStudy, fixed_size: int, trials: int | None, runs: int
     target effect that keeps type-I error ≤ α and power ≥ ``target``, confirmed on fresh studies
     (module docstring).  ``sims`` studies under the effect and ``null_sims`` (default ``max(1000,
     sims)``) null studies per set; every simulated subject estimated by ``fit`` (model targets: the statistic
-    the plan records for its run, :mod:`~cogtestbed.validation.design.seqfit`; None: the amortised estimator
-    where it is trained and validated for the plan, else :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`:
-    :func:`~cogtestbed.validation.design.seqamortised.choose_statistic`)."""
+    the plan records for its run, :mod:`~cogtestbed.planning.kinds.sequential.seqfit`; None: the amortised estimator
+    where it is trained and validated for the plan, else :data:`~cogtestbed.planning.kinds.sequential.seqfit.AUTO_FIT`:
+    :func:`~cogtestbed.planning.kinds.sequential.seqamortised.choose_statistic`)."""
+    from cogtestbed.planning.kinds.sequential.seqplan import MIN_NULL_SIMS
+    from cogtestbed.planning.kinds.sequential.seqsim import Simulator
     from cogtestbed.timings import cpu_seconds
-    from cogtestbed.validation.design.seqplan import MIN_NULL_SIMS
-    from cogtestbed.validation.design.seqsim import Simulator
 
     start, cpu = time.perf_counter(), cpu_seconds()
     say = say or (lambda _m: None)
@@ -318,7 +318,7 @@ def _statistic(spec: PlannedStudy, null: PlannedStudy, fit: SubjectFit | Amortis
                runs: int, say: Callable[[str], None], workers: int) -> tuple[SubjectFit | AmortisedFit,
                                                                              dict[str, Any] | None]:
     """The plan's per-subject statistic and what chose it: ``fit`` where given, else the amortised estimator or
-    :data:`AUTO_FIT` (:func:`~cogtestbed.validation.design.seqamortised.choose_statistic`; a metric or test
+    :data:`AUTO_FIT` (:func:`~cogtestbed.planning.kinds.sequential.seqamortised.choose_statistic`; a metric or test
     target has no per-subject statistic: :data:`AUTO_FIT` stands for none)."""
     if fit is not None:
         return fit, None
@@ -365,7 +365,7 @@ def robustness(bounds: Boundaries, spec: PlannedStudy, null: PlannedStudy, sim: 
         say(f"sequential (--looks auto): robustness of the chosen bounds' type-I error: {rsims} null studies with "
             f"the between-subject SD x {WIDE_SD_FACTOR:g} and {rsims} with random-answer lapses {LAPSE_RANDOM:g}")
         from cogtestbed.registry import get_experiment
-        from cogtestbed.validation.studies.model_studies import one_sample_null
+        from cogtestbed.studies.model_studies import one_sample_null
 
         plan_null = one_sample_null(null, get_experiment(null.experiment).model(null.models[0]))
         # every contrast against the plan's null, as the run's looks test it (the wider population's own differs)
@@ -493,7 +493,7 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     (seed stream 2) in the search's order: the first with power ≥ target on the fresh effect studies is
     chosen; the fresh null studies choose nothing: they measure the chosen rule's type-I error (and
     the fixed comparator's, its critical values re-calibrated on the second set too)."""
-    from cogtestbed.validation.design.seqsim import Rule
+    from cogtestbed.planning.kinds.sequential.seqsim import Rule
 
     info = _ConfirmSims()
     if not top:
@@ -612,9 +612,10 @@ def attach_auto(payload: dict[str, Any], result: Any, pricer: Any, exp: Any, sim
                 null_agent: str | None, say: Callable[[str], None] | None, null_sims: int | None,
                 binding: bool) -> dict[str, Any]:
     """``plan --looks auto``: the search's design recorded in the payload (its ``sequential``
-    section, and the run section pointed at it) as :func:`~cogtestbed.validation.design.seqpayload.attach_sequential`
+    section, and the run section pointed at it) as
+    :func:`~cogtestbed.planning.kinds.sequential.seqpayload.attach_sequential`
     records a given design."""
-    from cogtestbed.validation.design.seqpayload import record_sequential
+    from cogtestbed.planning.kinds.sequential.seqpayload import record_sequential
 
     res, seq = auto_payload(result, pricer, exp, sims, workers, null_agent, say, null_sims, binding)
     return record_sequential(payload, seq, res, result, pricer)
@@ -626,7 +627,7 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
     """``plan --looks auto`` at the fixed plan's chosen design: the search, the chosen design's every
     look priced, and the ``sequential`` section of plan.json with the saving stated against the fixed
     design at equal type-I error (and, for reference, against the fixed plan's own design)."""
-    from cogtestbed.validation.design.seqpayload import fair_payload, price_ahead, price_looks
+    from cogtestbed.planning.kinds.sequential.seqpayload import fair_payload, price_ahead, price_looks
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     auto = plan_auto(spec, getattr(point, size_name), point.trials, point.runs, result.target, sims, workers,
@@ -655,12 +656,12 @@ def auto_payload(result: Any, pricer: Any, exp: Any, sims: int, workers: int, nu
 def record_fit(seq: dict[str, Any], spec: PlannedStudy, fit: SubjectFit | AmortisedFit = AUTO_FIT,
                choice: Mapping[str, Any] | None = None) -> None:
     """A model target's per-subject statistic (the amortised estimator or
-    :data:`~cogtestbed.validation.design.seqfit.AUTO_FIT`) into the design's statistic, which ``run --plan``'s
+    :data:`~cogtestbed.planning.kinds.sequential.seqfit.AUTO_FIT`) into the design's statistic, which ``run --plan``'s
     looks then compute (``statistic.fit``), what chose it (``auto.statistic_choice``) and its report line."""
     if not isinstance(spec, PowerStudy):
         return
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_data import fitted_model
+    from cogtestbed.studies.study_data import fitted_model
 
     model = fitted_model(spec, get_experiment(spec.experiment).model(spec.models[0]))
     if "statistic" in seq.get("design", {}):
@@ -683,7 +684,7 @@ def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult,
     (``null.type1_check``), the saving as an estimate with its interval against the smoothed comparator
     at the sequential design's measured level (``saving.estimate``; costs linear in units, per unit the
     fixed plan's priced design), the data-generating assumptions and the robustness check."""
-    from cogtestbed.validation.design.pricing import money
+    from cogtestbed.planning.pricing import money
 
     if res.chosen is None:
         return

@@ -1,8 +1,8 @@
 """The fair fixed comparator of a sequential design (issue 40 item 1): the fixed plan's test with
 its critical values calibrated on the same calibration null studies, and to the same level, as the
 sequential bounds, so that a saving is stated at equal type-I error.  Used by ``plan --looks auto``
-(:mod:`cogtestbed.validation.design.seqauto`) and ``plan --looks K``
-(:mod:`cogtestbed.validation.design.seqplan`)."""
+(:mod:`cogtestbed.planning.kinds.sequential.seqauto`) and ``plan --looks K``
+(:mod:`cogtestbed.planning.kinds.sequential.seqplan`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
+from cogtestbed.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Smallest size at which the fair fixed comparator is evaluated, as a multiple of the fixed plan's size.
 FIXED_MIN_FACTOR = 0.5
@@ -26,7 +26,7 @@ def fair_fixed(eff_z: np.ndarray, cal_z: np.ndarray, nul_z: np.ndarray, sizes: S
     each calibrated on the calibration null studies to ``level``/2 (``level`` for an undirected
     statistic): power on the effect studies, type-I error on the search null studies, and the
     smallest size reaching ``target`` power (None with a reason when none does)."""
-    from cogtestbed.validation.design.seqsim import calibrate_shift
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift
 
     side = level / 2 if dirn else level
     z_nom = float(stats.norm.isf(level / 2))
@@ -105,8 +105,8 @@ BOOT = 400
 
 def upper_bound(hits: int, n: int, confidence: float = UPPER_CONFIDENCE) -> float:
     """One-sided Clopper–Pearson upper confidence bound of a rate from ``hits`` of ``n`` (1 when n = 0):
-    :func:`~cogtestbed.validation.design.sizetest.upper_bound` at error 1 − ``confidence``."""
-    from cogtestbed.validation.design.sizetest import upper_bound as cp_upper
+    :func:`~cogtestbed.planning.kinds.power.sizetest.upper_bound` at error 1 − ``confidence``."""
+    from cogtestbed.planning.kinds.power.sizetest import upper_bound as cp_upper
 
     return cp_upper(hits, n, 1 - confidence)
 
@@ -130,7 +130,7 @@ def type1_words(check: Mapping[str, Any]) -> str:
 def critical_at(null_z: np.ndarray, dirn: float, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Per size (columns of ``null_z``), the fixed test's critical values in and against the effect's
     direction, each calibrated on the null paths to reject at ``level``/2 (``level`` undirected)."""
-    from cogtestbed.validation.design.seqsim import calibrate_shift
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift
 
     side = level / 2 if dirn else level
     z_nom = float(stats.norm.isf(side))
@@ -227,7 +227,7 @@ def curve_sizes(sizes: np.ndarray, hits: np.ndarray, reps: int, target: float, w
     """Per row of ``hits`` (rejections of ``reps`` studies at each size), the size where its probit power curve
     (:func:`_probit_fit`) reaches ``target``; the rows' fits split over a fork pool of ``workers`` (a plan's
     bootstraps fit about 1,200 curves)."""
-    from cogtestbed.validation.studies.driver import map_split
+    from cogtestbed.studies.driver import map_split
 
     return np.asarray(map_split(_curve_rows, np.asarray(hits), workers, sizes, reps, target), float)
 
@@ -258,7 +258,7 @@ def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, st
     draws = [None] + [(rng.integers(len(eff), size=len(eff)), rng.integers(len(null), size=len(null)),
                        rng.integers(rejected.size, size=rejected.size), rng.integers(stop.size, size=stop.size))
                       for _ in range(boot)]
-    from cogtestbed.validation.studies.driver import map_split
+    from cogtestbed.studies.driver import map_split
 
     sets = map_split(_joint_counts, draws, workers, eff, null, rejected, stop, costs, nominal, dirn)
     exp_cost = np.array([c for c, _, _ in sets])
@@ -339,12 +339,12 @@ def mle_equal_power(curve: tuple[np.ndarray, np.ndarray, np.ndarray], target: fl
                     boot: int = MLE_COMPARATOR_BOOT) -> dict[str, Any] | None:
     """The saving against the fixed design a researcher would run: the plan's own test on the per-subject
     MLE, sized for the same ``target`` power as the sequential design (its size where a probit curve in √n,
-    :func:`~cogtestbed.validation.design.plan.fit_probit`, fitted to the fixed plan's simulated sizes
+    :func:`~cogtestbed.planning.plan.fit_probit`, fitted to the fixed plan's simulated sizes
     ``curve``, reaches ``target``), against the sequential design's expected cost on its fresh effect
     studies (``stop_look``, ``look_costs``); a 95 % percentile interval from ``boot`` replicates that
     redraw each size's hits (binomial at its rate) and resample the fresh effect studies together.  None
     where the curve does not rise."""
-    from cogtestbed.validation.design.plan import fit_probit
+    from cogtestbed.planning.plan import fit_probit
 
     sizes, hits, sims = curve
     costs, stop = np.asarray(look_costs, float), np.asarray(stop_look, int)

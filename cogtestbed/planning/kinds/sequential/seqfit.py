@@ -11,7 +11,7 @@ where 50 moves its settled estimates; about 0.3 ms an RW± subject).  It is a st
 of its own: it is what the plan's every simulated study computes (effect, calibration, search, fresh
 null and robustness studies alike), so its calibration and its fresh type-I error are the ones of that
 statistic, and the plan records it (``statistic.fit`` of the design in plan.json) so that ``run --plan``'s looks compute
-it too (:func:`~cogtestbed.validation.design.runlooks.look_statistic`).  Where the coarse search
+it too (:func:`~cogtestbed.planning.kinds.sequential.runlooks.look_statistic`).  Where the coarse search
 misses the full fitter's optimum the estimate differs; ``tests/test_seqfit.py`` bounds how often
 (:data:`AGREEMENT`; per family, the cap against no cap: :func:`iteration_agreement`, :data:`CAP_AGREEMENT`),
 and the plan's error rates hold whatever the share, being the simulated statistic's own.
@@ -33,7 +33,7 @@ from cogtestbed.inference.base import CognitiveModel
 
 class SubjectStatistic(Protocol):
     """What a sequential plan's per-subject statistic offers: each subject's contrast (:meth:`SubjectFit.contrasts`,
-    :meth:`~cogtestbed.validation.design.seqamortised.AmortisedFit.contrasts`), its plan.json record and its
+    :meth:`~cogtestbed.planning.kinds.sequential.seqamortised.AmortisedFit.contrasts`), its plan.json record and its
     report line."""
 
     def contrasts(self, spec: Any, model: CognitiveModel, table: Any, n: int,
@@ -64,10 +64,10 @@ class SubjectFit:
     def contrasts(self, spec: Any, model: CognitiveModel, table: Any, n: int, null: float | None = None) -> np.ndarray:
         """The per-subject MLE contrast of each of the ``n`` subjects of ``table`` (subject ids 0..n−1), searched
         this way, on the one-sample test's scale less ``null``
-        (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`; None: the study's own); NaN for a
-        subject without a valid trial (:func:`~cogtestbed.validation.design.seqsim.subject_contrasts`)."""
-        from cogtestbed.validation.studies.model_studies import one_sample_values
-        from cogtestbed.validation.studies.study_data import fitted_model
+        (:func:`~cogtestbed.studies.model_studies.one_sample_values`; None: the study's own); NaN for a
+        subject without a valid trial (:func:`~cogtestbed.planning.kinds.sequential.seqsim.subject_contrasts`)."""
+        from cogtestbed.studies.model_studies import one_sample_values
+        from cogtestbed.studies.study_data import fitted_model
 
         values = np.full(n, np.nan)
         with warnings.catch_warnings():
@@ -188,14 +188,14 @@ def iteration_agreement(family_name: str, subjects: int, seed: int, fit: Subject
     :func:`family`): ``subjects`` subjects simulated at the default design with the model's default parameters
     scattered as a plan's null population is (SD ``sd``, default the plan's ``sd_between``, on the unconstrained
     scale:
-    :func:`~cogtestbed.validation.studies.model_studies.scatter`), each fitted by ``fit``, by ``fit`` without a
+    :func:`~cogtestbed.studies.model_studies.scatter`), each fitted by ``fit``, by ``fit`` without a
     cap (its grid, starts and tolerances; the two alternated ``rounds`` times for their CPU, after one subject
     that compiles them) and by ``fit`` capped at 3/4 of the model's own iterations (which subjects settled).
     Estimates agree when each is within ``tol`` of the other's (relative above 1; NaN with NaN)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import scatter
-    from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
-    from cogtestbed.validation.studies.study_kinds import PowerStudy
+    from cogtestbed.studies.model_studies import scatter
+    from cogtestbed.studies.study_data import design_for_trials, simulate_runs
+    from cogtestbed.studies.study_kinds import PowerStudy
 
     experiment, _, model = family_name.partition("/")
     exp = get_experiment(experiment)

@@ -1,7 +1,7 @@
 """The options of a sequential plan, checked before anything heavy is imported (a refused ``--looks`` request in
 well under a second, from a cold command line): the number of looks (:data:`MAX_LOOKS`) and the spending
 function's name (``obrien-fleming``, ``pocock`` or ``hsd:γ``, :func:`hsd_gamma`).  The spending functions
-themselves are in :mod:`~cogtestbed.validation.design.sequential`.
+themselves are in :mod:`~cogtestbed.planning.kinds.sequential.sequential`.
 
 Imports nothing heavy.
 """

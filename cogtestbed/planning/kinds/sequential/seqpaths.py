@@ -1,8 +1,8 @@
 """The pieces of a sequential plan that its simulation shares with the plan itself: the bounds
-(:class:`Boundaries`, :func:`boundaries`: Lan–DeMets spending, :mod:`cogtestbed.validation.design.sequential`),
+(:class:`Boundaries`, :func:`boundaries`: Lan–DeMets spending, :mod:`cogtestbed.planning.kinds.sequential.sequential`),
 the Z of a p-value (:func:`z_from_p`) and whole simulated statistic paths of metric-difference and
-test targets (:func:`simulate_paths`).  :mod:`cogtestbed.validation.design.seqsim` (the simulation),
-:mod:`cogtestbed.validation.design.seqplan` (the plan) and :mod:`cogtestbed.validation.design.runlooks`
+test targets (:func:`simulate_paths`).  :mod:`cogtestbed.planning.kinds.sequential.seqsim` (the simulation),
+:mod:`cogtestbed.planning.kinds.sequential.seqplan` (the plan) and :mod:`cogtestbed.planning.kinds.sequential.runlooks`
 (the run's looks) build on it.
 """
 
@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from scipy import optimize, stats
 
 from cogtestbed.errors import InputError, ResumeMismatch
-from cogtestbed.validation.design.sequential import (
+from cogtestbed.planning.kinds.sequential.sequential import (
     GRID_PER_UNIT,
     Spending,
     check_spending,
@@ -27,7 +27,7 @@ from cogtestbed.validation.design.sequential import (
     efficacy_bounds,
     futility_bounds,
 )
-from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, StatTestStudy
+from cogtestbed.studies.study_kinds import MetricPowerStudy, StatTestStudy
 
 #: Largest |Z| recorded (a p-value of 0 is a |Z| of ∞; the bounds are far below).
 Z_CAP = 40.0
@@ -175,8 +175,8 @@ def _metric_path(spec: MetricPowerStudy, trials: int | None, n_top: int, sizes: 
     """(Z, difference) at each prefix of one simulated metric-difference study (``n_top`` runs per
     setting simulated once; the fixed plan's difference test on each prefix of both)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.metric_studies import comparison_prefixes, prefix_differences
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.studies.metric_studies import comparison_prefixes, prefix_differences
+    from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
@@ -205,8 +205,8 @@ def _test_path(spec: StatTestStudy, trials: int | None, n_top: int, sizes: Seque
     """(Z, p-value) at each prefix of one simulated test study (the test alone where the experiment
     declares it, else through the whole metrics function)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.metric_studies import test_outcome
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.studies.metric_studies import test_outcome
+    from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_runs
 
     exp = get_experiment(spec.experiment)
     design = design_for_trials(exp, trials, spec.design)
@@ -225,8 +225,8 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
     """(Z, estimate) arrays (replicates × prefix sizes) of whole simulated paths of a metric-difference
     or test study, replicates ``reps`` (seed streams ``SeedSequence([seed, 7919, rep])``, with
     ``stream`` appended when > 0: the same replicate whatever the batch).  Model-effect studies are
-    simulated lazily by :func:`cogtestbed.validation.design.seqsim.model_block`."""
-    from cogtestbed.validation.studies.study_kinds import load_study
+    simulated lazily by :func:`cogtestbed.planning.kinds.sequential.seqsim.model_block`."""
+    from cogtestbed.studies.study_kinds import load_study
 
     spec = load_study(spec_json)
     zs, ests = [], []
@@ -245,7 +245,7 @@ def simulate_paths(spec_json: str, trials: int | None, runs: int, n_top: int, si
 
 # ----------------------------------------------------------------------------- the plan's sequential section
 _Finite = Annotated[float, Field(strict=False, allow_inf_nan=False)]
-#: What a run can compute at a look (:func:`cogtestbed.validation.design.runlooks.look_statistic`).
+#: What a run can compute at a look (:func:`cogtestbed.planning.kinds.sequential.runlooks.look_statistic`).
 STATISTIC_KINDS = ("power", "metric-power", "test-size", "test-power")
 #: The fields each statistic kind needs.
 STATISTIC_FIELDS = {"power": ("model", "effect"), "metric-power": ("metric",), "test-size": ("test",),

@@ -3,7 +3,7 @@ run, its ``sequential`` section (operating characteristics, expected and maximum
 design's, the saving at equal type-I error), its lines and its figure.
 
 :func:`attach_sequential` designs the sequential version of a fixed plan's chosen design
-(:func:`cogtestbed.validation.design.seqplan.plan_sequential`) and records it in the payload.
+(:func:`cogtestbed.planning.kinds.sequential.seqplan.plan_sequential`) and records it in the payload.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.validation.design.seqfair import type1_check
-from cogtestbed.validation.design.seqplan import (
+from cogtestbed.planning.kinds.sequential.seqfair import type1_check
+from cogtestbed.planning.kinds.sequential.seqplan import (
     MIN_NULL_SIMS,
     Candidate,
     SequentialResult,
@@ -23,8 +23,8 @@ from cogtestbed.validation.design.seqplan import (
     fixed_type1,
     plan_sequential,
 )
-from cogtestbed.validation.design.sequential import Spending
-from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
+from cogtestbed.planning.kinds.sequential.sequential import Spending
+from cogtestbed.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy, StatTestStudy
 
 #: Simulated statistic paths per hypothesis kept in plan.json for the report's plot.
 PLOT_PATHS = 40
@@ -33,9 +33,9 @@ PLOT_PATHS = 40
 # ----------------------------------------------------------------------------- prices and plan.json
 def price_looks(candidate: Candidate, spec: PlannedStudy, pricer: Any, exp: Any, point: Any, size_name: str) -> None:
     """Each look's cumulative design priced with the dry run (``run --dry-run``'s code)."""
+    from cogtestbed.planning.space import sessions_per_llm
     from cogtestbed.progress import beat, tick
-    from cogtestbed.validation.design.space import sessions_per_llm
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     design = design_for_trials(exp, point.trials, spec.design)
     candidate.cost = []
@@ -52,9 +52,9 @@ def price_ahead(pricer: Any, exp: Any, spec: PlannedStudy, point: Any, size_name
                 fair: dict[str, Any] | None, workers: int) -> None:
     """Render the chosen design's looks and the fair fixed comparator's size (the prices
     :func:`price_looks` and :func:`fair_payload` then read) side by side on ``workers`` processes
-    (:meth:`~cogtestbed.validation.design.pricing.Pricer.price_all`): the same dry runs, each once."""
-    from cogtestbed.validation.design.space import sessions_per_llm
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    (:meth:`~cogtestbed.planning.pricing.Pricer.price_all`): the same dry runs, each once."""
+    from cogtestbed.planning.space import sessions_per_llm
+    from cogtestbed.studies.study_data import design_for_trials
 
     if res.chosen is None:
         return
@@ -66,7 +66,7 @@ def price_ahead(pricer: Any, exp: Any, spec: PlannedStudy, point: Any, size_name
 
 def expected(costs: Sequence[Any], stop: Sequence[float], attr: str) -> float | None:
     """Σ_k P(stop at k)·(look k's cumulative ``attr``); None when a look is unpriced."""
-    from cogtestbed.validation.design.pricing import money
+    from cogtestbed.planning.pricing import money
     values = [getattr(c, attr) if attr != "key" else money(c) for c in costs]
     if any(v is None for v in values):
         return None
@@ -78,7 +78,7 @@ def sequential_payload(res: SequentialResult, spec: PlannedStudy, fixed_cost: An
     """The ``sequential`` section of ``plan.json``: the design, its simulated operating
     characteristics under the null and the target effect, its costs beside the fixed design's.
     ``binding``: the type-I error obeys futility stops (else it ignores them: non-binding)."""
-    from cogtestbed.validation.design.pricing import money
+    from cogtestbed.planning.pricing import money
     cand = res.chosen
     if cand is None:
         best = max(res.candidates, key=lambda c: c.effect.rate)
@@ -141,7 +141,7 @@ def _power_statistic(spec: PowerStudy) -> dict[str, Any]:
     """A model-effect plan's look statistic: the one-sample test of the effect on its scale against
     its value before the effect (``null``, ``scale``: what a run's looks subtract and transform)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import effect_scale, one_sample_null, one_sample_test_name
+    from cogtestbed.studies.model_studies import effect_scale, one_sample_null, one_sample_test_name
 
     assert spec.effect is not None
     model = get_experiment(spec.experiment).model(spec.models[0])
@@ -249,7 +249,7 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
             seq["saving"]["statement"] = (f"saving stated against the fixed plan's design with its nominal test, not "
                                           f"at equal type-I error ({why}): " + seq["saving"].get("statement", ""))
     if res.calibration_sims:  # issue 47: the model the calibrated bounds rest on
-        from cogtestbed.validation.design.seqfair import assumptions
+        from cogtestbed.planning.kinds.sequential.seqfair import assumptions
 
         seq["assumptions"] = assumptions(spec, point.trials, point.runs)
     return record_sequential(payload, seq, res, result, pricer)
@@ -259,13 +259,13 @@ def fair_payload(result: Any, res: SequentialResult, fair: dict[str, Any], price
                  binding: bool) -> dict[str, Any]:
     """The ``sequential`` section of plan.json (its looks already priced) with the saving stated
     against the fair fixed comparator ``fair``
-    (:func:`~cogtestbed.validation.design.seqfair.fair_fixed`; its chosen size priced here), the
+    (:func:`~cogtestbed.planning.kinds.sequential.seqfair.fair_fixed`; its chosen size priced here), the
     fixed plan's own design and its saving beside it (``plan_fixed``); against the fixed plan's design
     when ``fair`` has no size in range (the statement says so)."""
-    from cogtestbed.validation.design.pricing import money
-    from cogtestbed.validation.design.seqfair import fair_statement
-    from cogtestbed.validation.design.space import sessions_per_llm
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.kinds.sequential.seqfair import fair_statement
+    from cogtestbed.planning.pricing import money
+    from cogtestbed.planning.space import sessions_per_llm
+    from cogtestbed.studies.study_data import design_for_trials
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     chosen_fair = fair["chosen"]
@@ -291,7 +291,7 @@ def fair_payload(result: Any, res: SequentialResult, fair: dict[str, Any], price
 def record_sequential(payload: dict[str, Any], seq: dict[str, Any], res: SequentialResult, result: Any,
                       pricer: Any) -> dict[str, Any]:
     """Put a sequential plan's section into the payload and point the run section at its design."""
-    from cogtestbed.validation.design.space import sessions_per_llm
+    from cogtestbed.planning.space import sessions_per_llm
 
     spec, point, size_name = result.spec, result.chosen.point, result.size_name
     payload["sequential"] = seq

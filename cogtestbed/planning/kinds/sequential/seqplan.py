@@ -1,11 +1,11 @@
 """Group-sequential plans: the whole fit–test–stop procedure simulated with synthetic agents.
 
-``cogtestbed plan … --looks K`` extends a fixed plan (:mod:`cogtestbed.validation.design.plan`) with a
+``cogtestbed plan … --looks K`` extends a fixed plan (:mod:`cogtestbed.planning.plan`) with a
 group-sequential design (Jennison & Turnbull 2000, ch. 7): the run looks at its data after equal
 shares ``n_k ≈ k/K · N`` of the size axis (subjects for a model target, runs for a metric or test
 target), computes the *same* statistic the fixed plan's power study computes on the units finished
 so far, and stops for efficacy when ``|Z_k| ≥ b_k`` (Lan–DeMets α-spending of α/2 per side,
-:mod:`cogtestbed.validation.design.sequential`) or, with ``--futility``, for futility when the statistic
+:mod:`cogtestbed.planning.kinds.sequential.sequential`) or, with ``--futility``, for futility when the statistic
 in the effect's direction falls below ``a_k`` (non-binding β-spending bounds).
 
 The statistic: ``Z_k = sign(estimate) · Φ⁻¹(1 − p_k/2)`` from the fixed test's two-sided p-value
@@ -16,24 +16,24 @@ a test whose p-value has a resolution floor (a permutation p of 1/(B+1) caps ``|
 it.  The bounds are therefore *not* trusted: the procedure is simulated exactly as the run executes it
 (the same fitter and test at each look, lapses at the planned invalid rate) under the null and the
 target effect, and its type-I error, power, stopping look, cost and estimate bias are measured; and
-the efficacy bounds are *calibrated* on a simulated null (:mod:`cogtestbed.validation.design.seqsim`): the
+the efficacy bounds are *calibrated* on a simulated null (:mod:`cogtestbed.planning.kinds.sequential.seqsim`): the
 spending function fixes their shape across looks, and one shift sets their level so that null studies
 with their own seeds reject in the effect's direction at α/2 with futility obeyed (futility is then
 binding).  The type-I error is measured on other null studies.
 
-Simulation (:mod:`cogtestbed.validation.design.seqsim`): each subject is simulated and fitted once
+Simulation (:mod:`cogtestbed.planning.kinds.sequential.seqsim`): each subject is simulated and fitted once
 (per-subject MLE fits are independent) and every look of every candidate maximum size is the t-test
 on a prefix of the stored per-subject estimates; a replicate is extended only while some candidate
 still runs it (with calibrated bounds every replicate is extended to the largest size instead, so
 that the fixed test can be calibrated and measured on the same studies: the saving at equal type-I
-error, :mod:`cogtestbed.validation.design.seqfair`). The candidate maximum sizes run from
+error, :mod:`cogtestbed.planning.kinds.sequential.seqfair`). The candidate maximum sizes run from
 :data:`MIN_FACTOR` to :data:`MAX_FACTOR` times the fixed plan's size; the chosen one minimises the
 expected cost under the target effect subject to type-I error ≤ α (point estimate on fresh null
 studies) and power ≥ target. Costs are linear in sessions at a fixed trial count, so candidates are
 ranked by expected sessions and the chosen design's every look is then priced exactly with the
-dry-run :class:`~cogtestbed.validation.design.pricing.Pricer`
-(:mod:`cogtestbed.validation.design.seqpayload`, which also writes the plan's ``sequential`` section;
-a run's own looks are :mod:`cogtestbed.validation.design.runlooks`).
+dry-run :class:`~cogtestbed.planning.pricing.Pricer`
+(:mod:`cogtestbed.planning.kinds.sequential.seqpayload`, which also writes the plan's ``sequential`` section;
+a run's own looks are :mod:`cogtestbed.planning.kinds.sequential.runlooks`).
 """
 
 from __future__ import annotations
@@ -48,17 +48,17 @@ import numpy as np
 from scipy import stats
 
 from cogtestbed.errors import InputError
-from cogtestbed.timings import cpu_seconds
-from cogtestbed.validation.design.seqoptions import check_looks
-from cogtestbed.validation.design.seqpaths import (  # the bounds and paths the simulation shares
+from cogtestbed.planning.kinds.sequential.seqoptions import check_looks
+from cogtestbed.planning.kinds.sequential.seqpaths import (  # the bounds and paths the simulation shares
     CONTINUE,
     EFFICACY,
     EFFICACY_OTHER,
     Boundaries,
     boundaries,
 )
-from cogtestbed.validation.design.sequential import Spending
-from cogtestbed.validation.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy
+from cogtestbed.planning.kinds.sequential.sequential import Spending
+from cogtestbed.studies.study_kinds import MetricPowerStudy, PlannedStudy, PowerStudy
+from cogtestbed.timings import cpu_seconds
 
 #: Simulated sequential studies per hypothesis (target effect, null; as many calibration nulls) of
 #: :func:`plan_sequential`; ``plan --looks`` takes as many as give its ``--mc-se`` at the target
@@ -216,7 +216,7 @@ class SequentialResult:
     cpu_seconds: float = 0.0
     #: (rejections, studies) of the fixed design's test on fresh null studies (None: not yet measured)
     fixed_null: tuple[int, int] | None = None
-    #: the fair fixed comparator (:func:`~cogtestbed.validation.design.seqfair.fair_fixed`: the fixed
+    #: the fair fixed comparator (:func:`~cogtestbed.planning.kinds.sequential.seqfair.fair_fixed`: the fixed
     #: test calibrated to α on the same calibration null studies, its type-I error on the same fresh
     #: null studies); None where uncalibrated (no calibration null studies)
     fair: dict[str, Any] | None = None
@@ -258,10 +258,10 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     default) each maximum size's efficacy bound in the effect's direction is shifted so that
     ``null_sims`` calibration null studies (their own seeds) reject in that direction at rate α/2 (α
     for an undirected statistic) with futility obeyed
-    (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`; its MC error by bootstrap)."""
+    (:func:`~cogtestbed.planning.kinds.sequential.seqsim.calibrate_shift`; its MC error by bootstrap)."""
     import time
 
-    from cogtestbed.validation.design.seqsim import Rule, Simulator
+    from cogtestbed.planning.kinds.sequential.seqsim import Rule, Simulator
 
     start, cpu = time.perf_counter(), cpu_seconds()
     null_sims = null_sims if null_sims is not None else max(MIN_NULL_SIMS, sims)
@@ -324,9 +324,9 @@ def _chosen(cands: Sequence[Candidate], target: float, calibrate: bool, level: f
 def _fair_sizes(fixed_size: int, n_top: int, calibrate: bool) -> list[int]:
     """The sizes the fair fixed comparator is evaluated at (``--looks auto``'s grid), or none for
     uncalibrated bounds (no calibration null studies).  A model target's paths are then simulated
-    whole (:attr:`~cogtestbed.validation.design.seqsim.Simulator.whole`: to the largest size, not only
+    whole (:attr:`~cogtestbed.planning.kinds.sequential.seqsim.Simulator.whole`: to the largest size, not only
     as far as the procedure goes), so that every path holds every size."""
-    from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR
+    from cogtestbed.planning.kinds.sequential.seqfair import FIXED_MIN_FACTOR
 
     if not calibrate:
         return []
@@ -338,7 +338,7 @@ def _fair(eff_z: np.ndarray, cal_z: np.ndarray | None, nul_z: np.ndarray, cols: 
     """The fair fixed comparator on the plan's own paths: the fixed test calibrated to ``level`` (the
     sequential bounds' level) on the same calibration null studies, its type-I error measured on the
     same fresh null studies as the sequential design's; None where a path lacks a size."""
-    from cogtestbed.validation.design.seqfair import fair_fixed
+    from cogtestbed.planning.kinds.sequential.seqfair import fair_fixed
 
     if cal_z is None or not cols or not all(np.isfinite(z[:, cols]).all() for z in (eff_z, cal_z, nul_z)):
         return None
@@ -362,7 +362,7 @@ def _calibrate(nsim: Any, null: PlannedStudy, nominal: Sequence[Boundaries], col
     ``nsim.sims`` calibration null studies (seed stream 1), futility obeyed only when ``binding``; and
     those studies' Z paths (the fair fixed comparator is calibrated on them too).  Without
     ``calibrate``: the nominal bounds and no paths."""
-    from cogtestbed.validation.design.seqsim import Rule, null_scores
+    from cogtestbed.planning.kinds.sequential.seqsim import Rule, null_scores
 
     if not calibrate:
         return list(nominal), None
@@ -391,9 +391,9 @@ def _calibration_words(calibrate: bool, null_sims: int) -> str:
 
 def _shift_and_error(scores: np.ndarray, side: float, info: Mapping[str, Any],
                      rng: np.random.Generator) -> tuple[float, dict[str, Any]]:
-    """The calibrated shift (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`) and its MC
+    """The calibrated shift (:func:`~cogtestbed.planning.kinds.sequential.seqsim.calibrate_shift`) and its MC
     error: the SD of the shift over :data:`SHIFT_BOOTSTRAP` bootstrap resamples of the calibration paths."""
-    from cogtestbed.validation.design.seqsim import calibrate_shift
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift
 
     shift = calibrate_shift(scores, side)
     boot = [calibrate_shift(scores[rng.integers(0, scores.size, scores.size)], side) for _ in range(SHIFT_BOOTSTRAP)]
@@ -418,7 +418,7 @@ def fixed_type1(spec: PlannedStudy, point: Any, null_agent: str | None, workers:
                 sims: int = MIN_NULL_SIMS) -> tuple[int, int]:
     """(rejections, studies) of the fixed design ``point``'s own test on ``sims`` null studies (the
     fixed plan's power study of the null: every rejection counts)."""
-    from cogtestbed.validation.design.power_sims import PowerEvaluator
+    from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
 
     evaluator = PowerEvaluator(null_spec(spec, null_agent), workers, "sequential plan: the fixed design's test on "
                                "null studies at")

@@ -1,6 +1,6 @@
 """Simulating a sequential plan: lazily, fitting each subject once, and calibrating its bounds.
 
-The procedure :mod:`cogtestbed.validation.design.seqplan` designs is simulated exactly as ``run --plan``
+The procedure :mod:`cogtestbed.planning.kinds.sequential.seqplan` designs is simulated exactly as ``run --plan``
 executes it (the same fitter and test at each look), but only as far as it goes:
 
 * **Each subject is fitted once.**  Per-subject MLE fits are independent, so the fits of the
@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.validation.design.seqfit import FULL_FIT, SubjectStatistic
-from cogtestbed.validation.design.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
-from cogtestbed.validation.studies.study_kinds import PlannedStudy, PowerStudy
+from cogtestbed.planning.kinds.sequential.seqfit import FULL_FIT, SubjectStatistic
+from cogtestbed.planning.kinds.sequential.seqpaths import EFFICACY, EFFICACY_OTHER, FUTILITY, Z_CAP, Boundaries
+from cogtestbed.studies.study_kinds import PlannedStudy, PowerStudy
 
 #: Replicates simulated together (one simulate and one fit call per step): a fixed size, so a
 #: replicate's random numbers do not depend on the number of workers.
@@ -125,7 +125,7 @@ class _Tracker:
 def _chunk_table(spec: PowerStudy, exp: Any, model: Any, design: Any, runs: int, n: int,
                  seq: np.random.SeedSequence) -> Any:
     """``n`` fresh subjects of the study (parameters drawn as the fixed plan draws them)."""
-    from cogtestbed.validation.studies.model_studies import power_subjects
+    from cogtestbed.studies.model_studies import power_subjects
 
     return power_subjects(spec, exp, model, design, runs, n, seq)[0]
 
@@ -134,11 +134,11 @@ def subject_contrasts(spec: PowerStudy, model: Any, table: Any, n: int, null: fl
                       fit: SubjectStatistic = FULL_FIT) -> np.ndarray:
     """The per-subject contrast of each of the ``n`` subjects of ``table`` (subject ids 0..n−1) on the one-sample
     test's scale, less its value before the effect
-    (:func:`~cogtestbed.validation.studies.model_studies.one_sample_values`); NaN for a subject without a valid
+    (:func:`~cogtestbed.studies.model_studies.one_sample_values`); NaN for a subject without a valid
     trial (as the run's look has no estimate for it).  ``null``: the one-sample null when the caller has it
-    (:func:`~cogtestbed.validation.studies.model_studies.one_sample_null`); ``fit``: the statistic, an MLE searched
-    as :class:`~cogtestbed.validation.design.seqfit.SubjectFit` says, or the amortised estimator trained for the
-    plan (:mod:`~cogtestbed.validation.design.seqamortised`, against the plan's null already)."""
+    (:func:`~cogtestbed.studies.model_studies.one_sample_null`); ``fit``: the statistic, an MLE searched
+    as :class:`~cogtestbed.planning.kinds.sequential.seqfit.SubjectFit` says, or the amortised estimator trained for the
+    plan (:mod:`~cogtestbed.planning.kinds.sequential.seqamortised`, against the plan's null already)."""
     if not table["valid"].any():
         return np.full(n, np.nan)
     assert spec.effect is not None
@@ -170,9 +170,9 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
     ``fit``, its contrast taken against ``null_value`` (None: the study's own one-sample null); random numbers
     from ``SeedSequence([seed, 7919, stream, block, step])``."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import one_sample_null
-    from cogtestbed.validation.studies.study_data import design_for_trials
-    from cogtestbed.validation.studies.study_kinds import load_study
+    from cogtestbed.studies.model_studies import one_sample_null
+    from cogtestbed.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_kinds import load_study
 
     spec = load_study(spec_json)
     assert isinstance(spec, PowerStudy)
@@ -202,7 +202,7 @@ def model_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes
 
 def _full_block(spec_json: str, trials: int | None, runs: int, n_top: int, sizes: Sequence[int], seed: int,
                 stream: int, reps: Sequence[int]) -> Paths:
-    from cogtestbed.validation.design.seqpaths import simulate_paths
+    from cogtestbed.planning.kinds.sequential.seqpaths import simulate_paths
 
     z, est = simulate_paths(spec_json, trials, runs, n_top, sizes, seed, reps, stream)
     return Paths(z, est)
@@ -225,7 +225,7 @@ class Simulator:
     #: every replicate extended to ``n_top`` whatever the rule (model targets: the fair fixed comparator
     #: is tested at every size, so no path may stop where the procedure stops)
     whole: bool = False
-    #: how each simulated subject is fitted (model targets; :mod:`~cogtestbed.validation.design.seqfit`)
+    #: how each simulated subject is fitted (model targets; :mod:`~cogtestbed.planning.kinds.sequential.seqfit`)
     fit: SubjectStatistic = FULL_FIT
     #: the one-sample null every subject's contrast is taken against (model targets; None: each study's own): the
     #: plan's, where a robustness study's other population would move it (the run tests against the plan's)
@@ -249,7 +249,7 @@ class Simulator:
         (and at once on an interrupt or an error); finished replicates count on the current
         heartbeat (:func:`cogtestbed.progress.tick`)."""
         from cogtestbed.progress import beat, tick
-        from cogtestbed.validation.studies.driver import fork_pool, stop_pool
+        from cogtestbed.studies.driver import fork_pool, stop_pool
 
         hb = beat()
         if hb is not None:

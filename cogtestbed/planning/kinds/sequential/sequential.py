@@ -41,12 +41,12 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.seqoptions import (  # the names, checked before numpy is imported
+from cogtestbed.planning.kinds.sequential.seqoptions import (  # the names, checked before numpy is imported
     SPENDING_FUNCTIONS,
     Spending,
     hsd_gamma,
 )
-from cogtestbed.validation.design.seqoptions import check_spending as check_spending
+from cogtestbed.planning.kinds.sequential.seqoptions import check_spending as check_spending
 
 #: Grid points per unit of Z in the recursive integration (odd total for Simpson's rule); with
 #: 60 points per unit the bounds agree with published tables to 1e-4.

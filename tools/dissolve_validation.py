@@ -164,6 +164,8 @@ def rewrite(text: str, table: dict[str, str]) -> str:
     def path_of(full: str, raw: str) -> str:
         dotted = _rename(_module(full) if full.endswith(".py") else full.rstrip("/").replace("/", "."), table)
         new = dotted.replace(".", "/") + (".py" if full.endswith(".py") else "") + ("/" if full.endswith("/") else "")
+        if new.endswith(".py") and not (ROOT / new).exists() and (ROOT / new[:-3] / "__init__.py").exists():
+            new = new[:-3] + "/__init__.py"  # a module that became a package (kinds.py -> kinds/__init__.py)
         if new.startswith("cogtestbed/") and not raw.startswith("cogtestbed/"):
             new = new[len("cogtestbed/"):]
         return new

@@ -27,7 +27,7 @@ from cogtestbed.planning.sizes import MAX_PLANNED_SIZE, Effect, Sizes
 ROOT = Path(__file__).resolve().parents[1] / "cogtestbed"
 #: The modules that dispatch a plan: none branches on a kind.
 DISPATCH = ("api/plan.py", "api/form_plan.py", "cli/plan.py", "planning/plan_kinds.py",
-            "planning/kinds.py")
+            "planning/kinds/__init__.py")
 #: The options whose presence picks a kind: only a kind's ``claims`` reads them to choose.
 CHOOSING = {"forms", "adaptive", "precision", "looks", "fit", "question"}
 #: The modules a plan's request travels through after the edge: no typed value becomes text again there.

@@ -4,9 +4,9 @@ the user docs, keeping each sentence grammatical; print what no rule could rewri
     python tools/strip_issue_citations.py            # rewrite in place, print the counts and what is left
     python tools/strip_issue_citations.py --dry-run  # print the same, change nothing
 
-Only comments and docstrings of ``cogtestbed/**/*.py`` are read (a message a user sees, a test's expectation and code
-are left alone), and the prose of ``docs/*.md`` outside fenced code blocks; the benchmark records (``docs/benchmarks.md``,
-``docs/results/``, ``benchmarks/``) and ``CHANGELOG.md`` keep their history.  The rules (:data:`RULES`, in order):
+Only comments and docstrings of ``cogtestbed/**/*.py`` are read (a message a user sees, a test's expectation and
+code are left alone), and the prose of ``docs/*.md`` outside fenced code blocks; the benchmark records
+(``docs/benchmarks.md``, ``docs/results/``, ``benchmarks/``) and ``CHANGELOG.md`` keep their history.  The rules (:data:`RULES`, in order):
 
 * a parenthesis that is only a citation goes with the space before it: ``plans (issue 53) are`` -> ``plans are``;
 * a citation closing a parenthesis goes with its separator: ``(one price, issue 67)`` -> ``(one price)``;
@@ -28,7 +28,7 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_N = r"#?\d{1,3}\b(?:\s+items?\s+\d+(?:\s*(?:,|and)\s*\d+)*)?"
+_N = r"#?\d{1,3}\b(?:,?\s+items?\s+\d+(?:\s*(?:,|and)\s*\d+)*)?"
 _NS = rf"{_N}(?:\s*(?:,|/|and|&)\s*{_N})*"
 _CITE = rf"(?:see\s+|per\s+|since\s+|from\s+|after\s+)?[Ii]ssues?\s+{_NS}"
 #: (pattern, replacement) applied in order to a comment's or a docstring's text.
@@ -56,10 +56,8 @@ def _docstring_tokens(source: str) -> list[tokenize.TokenInfo]:
     """The comments and the string tokens that stand alone as a statement (docstrings, ``#:`` attribute docs)."""
     out, previous = [], tokenize.NEWLINE
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type == tokenize.COMMENT:
-            out.append(tok)
-        elif tok.type == tokenize.STRING and previous in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                                                          tokenize.NL, tokenize.ENCODING):
+        if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and previous in (
+                tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.NL, tokenize.ENCODING)):
             out.append(tok)
         if tok.type not in (tokenize.COMMENT, tokenize.NL):
             previous = tok.type

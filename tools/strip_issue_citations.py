@@ -6,7 +6,8 @@ the user docs, keeping each sentence grammatical; print what no rule could rewri
 
 Only comments and docstrings of ``cogtestbed/**/*.py`` are read (a message a user sees, a test's expectation and
 code are left alone), and the prose of ``docs/*.md`` outside fenced code blocks; the benchmark records
-(``docs/benchmarks.md``, ``docs/results/``, ``benchmarks/``) and ``CHANGELOG.md`` keep their history.  The rules (:data:`RULES`, in order):
+(``docs/benchmarks.md``, ``docs/results/``, ``benchmarks/``) and ``CHANGELOG.md`` keep their history.  The rules
+(:data:`RULES`, in order):
 
 * a parenthesis that is only a citation goes with the space before it: ``plans (issue 53) are`` -> ``plans are``;
 * a citation closing a parenthesis goes with its separator: ``(one price, issue 67)`` -> ``(one price)``;
@@ -28,14 +29,16 @@ import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-_N = r"#?\d{1,3}\b(?:,?\s+items?\s+\d+(?:\s*(?:,|and)\s*\d+)*)?"
+_ITEM = r"\d+(?:[–-]\d+)?"
+_N = rf"#?\d{{1,3}}\b(?:,?\s+items?\s+{_ITEM}(?:\s*(?:,|and)\s*{_ITEM})*)?(?!,?\s+items?\b)"
 _NS = rf"{_N}(?:\s*(?:,|/|and|&)\s*{_N})*"
 _CITE = rf"(?:see\s+|per\s+|since\s+|from\s+|after\s+)?[Ii]ssues?\s+{_NS}"
 #: (pattern, replacement) applied in order to a comment's or a docstring's text.
 RULES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(rf"[ \t]?\(\s*{_CITE}\s*\)"), ""),
     (re.compile(rf"\s*[,;:]\s*{_CITE}(?=\s*\))"), ""),
-    (re.compile(rf"\(\s*{_CITE}\s*[:;,]\s*"), "("),
+    (re.compile(rf"[ \t]*\(\s*{_CITE}\s*[:;,][ \t]*\n([ \t]*)"), r"\n\1("),  # at a line's end: opens the next
+    (re.compile(rf"\(\s*{_CITE}\s*[:;,][ \t]*"), "("),
     (re.compile(rf"(#:?[ \t]*){_CITE}\s*[:;,]\s*"), r"\1"),
     (re.compile(rf"(^|\n)([ \t]*)(?:{_CITE})\s*[:;,]\s*"), r"\1\2"),
     (re.compile(rf"\s*[,;]\s*{_CITE}(?=[.;]|$)", re.M), ""),

@@ -67,6 +67,23 @@ def _docstring_tokens(source: str) -> list[tokenize.TokenInfo]:
     return out
 
 
+def _wrap(text: str, column: int, width: int = 120) -> str:
+    """Lines of a rewritten docstring or comment (starting at ``column``) that a joined citation left longer than
+    ``width``: broken at the last space that fits, the rest indented as the line."""
+    out = []
+    for i, line in enumerate(text.split("\n")):
+        start = column if i == 0 else 0
+        while start + len(line) > width and " " in line.strip():
+            indent = line[: len(line) - len(line.lstrip())] if i else " " * 0
+            cut = line.rfind(" ", len(indent) + 1, width - start)
+            if cut <= len(indent):
+                break
+            out.append(line[:cut])
+            line, start = (indent or " " * (column if i == 0 else 0)) + line[cut + 1:], 0
+        out.append(line)
+    return "\n".join(out)
+
+
 def strip_python(source: str) -> str:
     """A module's source with its comments and docstrings stripped of citations (code untouched)."""
     lines = source.splitlines(keepends=True)
@@ -79,6 +96,7 @@ def strip_python(source: str) -> str:
         b = starts[tok.end[0] - 1] + tok.end[1]
         new = strip(tok.string)
         if new != tok.string:
+            new = _wrap(new, tok.start[1])
             edits.append((a, b, new))
     for a, b, new in reversed(edits):
         source = source[:a] + new + source[b:]

@@ -18,7 +18,7 @@ entry-point group ``cogtestbed.backends`` in a distribution (``echo = "mypkg.bac
 :class:`Backend` whose factory returns an :class:`LLMClient`); ``--llm echo:MODEL`` then runs it.  So is a
 posterior sampler: :func:`register_sampler` of a :class:`SamplerKind`, or the entry-point group
 ``cogtestbed.samplers``; ``fit_hierarchical(..., sampler=NAME)`` then runs it.  A plan
-kind too (issue 67): :func:`register_plan_kind` of a :class:`PlanKind`, or the entry-point group
+kind too: :func:`register_plan_kind` of a :class:`PlanKind`, or the entry-point group
 ``cogtestbed.plan_kinds``; ``plan --question NAME`` then plans it (CONTRIBUTING.md, "Adding a plan kind").
 
 **The name, once.**  An experiment's name is its spec's ``name``: the environment, the agents and

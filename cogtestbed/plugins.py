@@ -1,4 +1,4 @@
-"""One registry pattern for everything other packages may add (issue 67): experiments
+"""One registry pattern for everything other packages may add: experiments
 (:mod:`cogtestbed.registry`), LLM backends (:mod:`cogtestbed.llm_adapters.clients.backends`) and plan kinds
 (:mod:`cogtestbed.planning.kinds`).
 

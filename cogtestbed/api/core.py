@@ -107,11 +107,11 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
 
     ``adaptive`` (parameter names, ``"k,temperature"`` or ``"all"``) with ``trials``: adaptive
     sessions of ``trials`` trials, each chosen to maximise the expected information on those
-    parameters (issue 53, :mod:`cogtestbed.inference.adaptive`; played step by step), where the
+    parameters (:mod:`cogtestbed.inference.adaptive`; played step by step), where the
     experiment declares a design space (else refused in one line with the reason).
 
     ``population`` (``"human:NAME"``, a population file or a
-    :class:`~cogtestbed.inference.population.Population`, issue 52): the subjects' parameters are
+    :class:`~cogtestbed.inference.population.Population`): the subjects' parameters are
     drawn from it (one posterior draw of its group parameters, subjects scattered by its SDs;
     :func:`population_params`); ``agent`` must be its model's agent and ``params`` may set only
     the agent's other parameters.
@@ -133,7 +133,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
 def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) -> int:
     """:func:`simulate` writing its table to ``output`` a chunk of subjects at a time, none of it kept:
     memory stays that of a chunk (:func:`cogtestbed.simulation.simulate_chunks`) at any subject count, and
-    the file is the one :func:`simulate` writes (issue 71).  Returns the trials written (``cogtestbed
+    the file is the one :func:`simulate` writes.  Returns the trials written (``cogtestbed
     simulate``)."""
     return _simulate_request(experiment, agent, options, keep=False)[1]
 
@@ -226,7 +226,7 @@ def _cost_params(agent_cls: Any, given: Mapping[str, Any], form_sd: Mapping[str,
     shift (``form_sd`` > 0) one SD up its unconstrained scale.  The offsets are drawn later (simulate's
     ``shifted_params``) and leave nearly every subject off the given value, so the estimate must not price
     them at it: a belief subject shifted off κ = 1 or δ = 0 costs a miscalibrated subject's figure
-    (``BeliefAgent.interpreted_cost_us``), not a calibrated one's (issue 54)."""
+    (``BeliefAgent.interpreted_cost_us``), not a calibrated one's."""
     import numpy as np
 
     out = dict(given)

@@ -26,7 +26,7 @@ MODEL_LABEL = "SmolLM2-135M-Instruct"
 PLAN_ARGS: dict[str, Any] = {"model": "rw-pm", "effect": "optimism_bias=0.4", "subjects": "8:128", "trials": "96",
                              "mc_se": 0.15}
 PILOT_EXPERIMENT = "instrumental-learning"
-#: The demo's pilot across prompt forms (issue 42): SmolLM2 sessions of 8 instrumental-learning
+#: The demo's pilot across prompt forms: SmolLM2 sessions of 8 instrumental-learning
 #: trials, balanced over the first ``forms`` of its declared forms (form 0 the paper's verbatim
 #: prompt, the others ours): 48 calls.  A project default sized to keep `make demo` within a minute
 #: more (about 1 s of one core a call on the loaded machine); a pilot this small rarely identifies a

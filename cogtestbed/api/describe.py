@@ -71,7 +71,7 @@ def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
 
 
 def _planning(exp: ExperimentSpec) -> dict[str, Any]:
-    """What ``cogtestbed plan`` can plan for ``exp`` (issue 67): each headline metric compared between two groups
+    """What ``cogtestbed plan`` can plan for ``exp``: each headline metric compared between two groups
     (or why not), the parameters forms plans can shift and adaptive plans target
     (:func:`~cogtestbed.planning.capabilities.planning`)."""
     from cogtestbed.planning.capabilities import planning
@@ -80,7 +80,7 @@ def _planning(exp: ExperimentSpec) -> dict[str, Any]:
 
 
 def _adaptive(exp: ExperimentSpec) -> dict[str, Any]:
-    """The experiment's adaptive sessions (issue 53): the model and design space, or why none."""
+    """The experiment's adaptive sessions: the model and design space, or why none."""
     from cogtestbed.experiments._adaptive import UNDECLARED, AdaptiveDecl
 
     decl = exp.adaptive

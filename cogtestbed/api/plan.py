@@ -139,7 +139,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     (``model="rw-pm", effect={"optimism_bias": 0.2}``; with two ``llm`` the difference between the two LLMs;
     with one ``llm`` and ``human`` (a trial table of people, fitted once per subject,
     :func:`~cogtestbed.studies.model_studies.reference_sample`) or ``population`` (``"human:NAME"``
-    or a population file, issue 52) the LLM against those people), a metric difference between two settings
+    or a population file) the LLM against those people), a metric difference between two settings
     (``metric=..., compare=("AGENT:p=v", "AGENT:p=v")``) and a statistical test the metrics function reports
     (``test=KEY, agent="AGENT:p=v"``).  Two groups are tested by a Welch t-test of the per-subject MLE
     (log scale for a log-scaled parameter), or with ``fit="hierarchical"`` by the posterior of the
@@ -149,9 +149,9 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     text (``"10:200"``); ``design`` fixes fields (a list ``FIELD=a,b,c`` on an integer field is searched).
     ``looks="auto"`` searches the looks (2–10), the spending function and futility on/off
     (:mod:`cogtestbed.planning.kinds.sequential.seqauto`); futility is non-binding unless ``binding_futility``.
-    A reasoning model (issue 49) is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its
+    A reasoning model is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its
     completion tokens per call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``).
-    ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
+    ``adaptive`` (parameter names) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
     adaptive sessions and fixed sessions of the same design space need, each priced by ``llm``'s dry run.
     ``mix=True`` with ``estimand``, ``predictor``, ``human``, ``fee`` and ``precision={ESTIMAND: HALFWIDTH}``: the
     cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.planning.kinds.mix.mix`;

@@ -1,4 +1,4 @@
-"""Human populations (issue 52): build one from a hierarchical fit, read a shipped or saved one.
+"""Human populations: build one from a hierarchical fit, read a shipped or saved one.
 
 A population is the posterior of a hierarchical fit's group parameters, kept as draws
 (:class:`~cogtestbed.inference.population.Population`); ``simulate``, ``recover``, ``power`` and

@@ -120,12 +120,12 @@ class LLMRun:
     poll_every: float = 30.0
     #: Most HTTP requests that are no model call (a batch API's uploads, polls, downloads) per invocation.
     max_service_requests: int = DEFAULT_MAX_SERVICE_REQUESTS
-    #: ``--reasoning-effort``: OpenAI's ``reasoning_effort`` of a reasoning model (issue 49).
+    #: ``--reasoning-effort``: OpenAI's ``reasoning_effort`` of a reasoning model.
     reasoning_effort: str | None = None
     #: ``--thinking-budget``: Anthropic's extended thinking on with this ``budget_tokens``; for OpenAI's
     #: reasoning models the hidden tokens each call's completion limit reserves.
     thinking_budget: int | None = None
-    #: ``--adaptive``: parameters whose expected information chooses each next trial (issue 53), with
+    #: ``--adaptive``: parameters whose expected information chooses each next trial, with
     #: ``trials`` the session's length (design fields ``adaptive`` / ``trials``).
     adaptive: str | None = None
     trials: int | None = None
@@ -329,7 +329,7 @@ def run_price(request: LLMRun, standard: Any) -> Any:
 def adaptive_steps_note(exp: Any, design: Any) -> str | None:
     """For an adaptive session whose subject answers more than ``--trials`` steps (calls): how many and why
     (magnitude estimation plays ``--trials`` in every block; belief coherence asks each context in several
-    calls), so a long run is no surprise (issue 53); None otherwise."""
+    calls), so a long run is no surprise; None otherwise."""
     from cogtestbed.environments.adaptive import is_adaptive
 
     if not is_adaptive(design):

@@ -378,7 +378,7 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
     its Monte-Carlo SE (``summary["cells"][i]["mc_se"]``).  With one positional argument it is the
     target, as in the earlier call form ``power(MODEL, effect=..., experiment=...)``, which still works.
 
-    ``population`` (``"human:NAME"`` or a population file; issue 52) replaces ``base`` and
+    ``population`` (``"human:NAME"`` or a population file) replaces ``base`` and
     ``sd_between``: each simulated study takes one posterior draw of its group parameters (medians
     moved by the effect, subjects scattered by that draw's SDs); with ``groups=2`` the first group
     is as many people as the population was fitted to (their number fixed), drawn afresh from it at

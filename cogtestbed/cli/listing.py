@@ -82,7 +82,7 @@ def _flags(text: str) -> str:
 
 
 def _print_planning(plan: dict[str, Any]) -> None:
-    """What ``plan`` can plan for the experiment (issue 67): metrics between groups, parameters forms can shift."""
+    """What ``plan`` can plan for the experiment: metrics between groups, parameters forms can shift."""
     console.print(_table("planning (cogtestbed plan): each headline metric between two groups (--metric M --compare "
                          "A B, two --llm)", ["metric", "compared between groups"],
                          [[m["metric"], m.get("test") or f"no: {_flags(m['why'])}"] for m in plan["metrics"]]))

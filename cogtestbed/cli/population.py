@@ -1,4 +1,4 @@
-"""``cogtestbed population``: list, show and build human populations (issue 52) — the posterior of
+"""``cogtestbed population``: list, show and build human populations — the posterior of
 a hierarchical fit's group parameters that ``simulate``, ``recover``, ``power`` and ``plan`` take as
 ``--population human:NAME`` (:mod:`cogtestbed.api.population`)."""
 

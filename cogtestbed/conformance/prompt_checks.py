@@ -64,7 +64,7 @@ def prompt_form_problems(prompt: Any, answer_prefix: str = "") -> list[str]:
     if last_line.lstrip().startswith(COMPLETION_CUE) or psych201:
         if answer_prefix and not prompt.endswith(answer_prefix):
             return [f"completion prompt does not end with the answer prefix {answer_prefix!r}: …{tail}"]
-        if prompt != prompt.rstrip():  # a served model reads a lone whitespace token there (issue 39)
+        if prompt != prompt.rstrip():  # a served model reads a lone whitespace token there
             return [f"completion prompt ends with whitespace (the answer should begin with it): …{tail}"]
         return []
     out = []

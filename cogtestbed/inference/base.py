@@ -201,7 +201,7 @@ class CognitiveModel(ABC):
     #: :mod:`~cogtestbed.inference.hierarchical_idata`).  None: any other observation.
     choice_options: ClassVar[int | None] = None
     #: Names of the axes of the model's data arrays with two or more axes, e.g. ``{"questions": ("obs",
-    #: "question_field")}``: the InferenceData names them (issue 75); unnamed ones become ``obs`` or
+    #: "question_field")}``: the InferenceData names them; unnamed ones become ``obs`` or
     #: ``{array}_{axis}``.
     data_dims: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 

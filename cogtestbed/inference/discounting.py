@@ -246,7 +246,7 @@ def hyperbolic_pointwise_kernel(
 # ----------------------------------------------------------------------------- adaptive design space
 def adaptive_space(design: DiscountingDesign) -> DesignSpace:
     """The hyperbolic kernel's ``questions`` rows of the adaptive candidates
-    (:func:`~cogtestbed.environments.discounting.adaptive_questions`, issue 53); answers Option 1 / 2."""
+    (:func:`~cogtestbed.environments.discounting.adaptive_questions`); answers Option 1 / 2."""
     from cogtestbed.environments.discounting import adaptive_questions
     from cogtestbed.inference.adaptive import DesignSpace
 
@@ -290,7 +290,7 @@ class HyperbolicModel(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = hyperbolic_pointwise_kernel
     #: nutpie's low-rank mass matrix: by the rule written before the run, on fresh data sets 2 and 3 it gave
     #: at least the diagonal's min bulk ESS per CPU-second at R-hat <= 1.01 with no more divergences
-    #: (docs/benchmarks.md, "The low-rank mass matrix per family"; issue 71).
+    #: (docs/benchmarks.md, "The low-rank mass matrix per family").
     low_rank_mass_matrix: ClassVar[bool] = True
     observation_fields: ClassVar[tuple[str, ...]] = ("choice", "questions")
     lapse_options: ClassVar[int | None] = 2  # a lapse picks either option

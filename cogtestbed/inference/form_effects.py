@@ -56,7 +56,7 @@ from cogtestbed.errors import InputError
 
 #: Forms with a single subject take the pooled within-form variance (their own is undefined).
 POOLED_FOR_SINGLETONS = True
-#: The default estimator of the between-form SD (``between_form_sd``; module docstring, issue 47 item 5).
+#: The default estimator of the between-form SD (``between_form_sd``; module docstring).
 FORM_SD_ESTIMATOR = "one-way random-effects ANOVA (pooled within-form variance; REML for balanced forms)"
 
 

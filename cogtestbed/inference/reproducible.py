@@ -1,4 +1,4 @@
-"""Seeded fits reproduce bit for bit on one machine and lock (issue 50), and how to check it.
+"""Seeded fits reproduce bit for bit on one machine and lock, and how to check it.
 
 **What is reproducible.**  On one machine with the locked versions, a seeded fit gives identical
 results in every process: a hierarchical fit (:func:`~cogtestbed.inference.hierarchical.fit_hierarchical`,

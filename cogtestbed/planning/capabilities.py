@@ -1,4 +1,4 @@
-"""What each experiment can plan (issue 67, ``cogtestbed list EXPERIMENT``), known before anything is simulated.
+"""What each experiment can plan (``cogtestbed list EXPERIMENT``), known before anything is simulated.
 
 * **Compared between groups** (``plan --metric M --compare A B``, two LLMs): first what the experiment
   declares (:attr:`MetricsSpec.comparisons <cogtestbed.experiments.spec.MetricsSpec.comparisons>`, one

@@ -1,4 +1,4 @@
-"""The power ceiling a fixed group of people puts on a two-group plan (issue 71: plans that finish).
+"""The power ceiling a fixed group of people puts on a two-group plan (plans that finish).
 
 An LLM compared with a fixed number ``m`` of people (``--population``, ``--human``): however many LLM
 subjects are simulated, the people's sampling error stays.  In normal theory the two-sample test's

@@ -97,7 +97,7 @@ def study_estimate(spec: Any, workers: int | None) -> StudyEstimate | None:
 TIMED_SIMULATIONS = 4
 
 #: The low end of a look's estimate lies this factor below the timed rate: timed under other jobs, the
-#: same simulations ran 2x faster later in the plan (``bench_plans.py`` on a load of 5-7, issue 71).
+#: same simulations ran 2x faster later in the plan (``bench_plans.py`` on a load of 5-7).
 LOW_END = 2.0
 
 
@@ -106,7 +106,7 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
     """``plan``'s per-look estimate: a simulation of the smallest design timed here (:data:`TIMED_SIMULATIONS`
     of them in one chunk; an LLM against people: with its people fitted, as a first look fits them, and
     for the low end without, as a later look reuses them), scaled to the smallest and the largest design;
-    a look of ``first`` to ``most`` simulations shared among ``workers`` processes (issue 71: the wall a
+    a look of ``first`` to ``most`` simulations shared among ``workers`` processes (the wall a
     user waits for a look, which ``benchmarks/bench_plans.py`` checks every look against)."""
     from cogtestbed.planning.kinds.power.power_sims import reuses_fits
     from cogtestbed.planning.space import study_at

@@ -1,4 +1,4 @@
-"""What a plan's refusals read from an experiment, known without importing it (issue 67, item 3: every refusal
+"""What a plan's refusals read from an experiment, known without importing it (every refusal
 reachable from the request alone in under a second, from the command line, cold).
 
 An experiment's module imports its models, simulators and metrics (numba, scipy, pandas: seconds on a cold

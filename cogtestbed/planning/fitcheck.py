@@ -18,7 +18,7 @@ then searches the size axis (subjects) with the hierarchical test, cheaply (:fun
   Φ⁻¹(power))``, at most a factor :data:`MAX_STEP_FACTOR` in N), never onto a size tried; a step
   past a size that already brackets the answer (a failing size below a passing one) bisects the
   bracket instead; at most :data:`MAX_STEPS` steps;
-* **decide** each size by a sequential test (:mod:`~cogtestbed.planning.kinds.power.sizetest`, issue 47):
+* **decide** each size by a sequential test (:mod:`~cogtestbed.planning.kinds.power.sizetest`):
   batches of ``sims`` studies, at most :data:`SIZE_LOOKS`; the size passes when the one-sided lower
   Clopper–Pearson bound of its power (at 1 − 0.05/:data:`SIZE_LOOKS`) reaches the target, fails when
   the upper bound falls below it or when it is still undecided after the last batch.  A failing size
@@ -171,7 +171,7 @@ def size_test(target: float) -> SizeTest:
 
 def measure_decided(measure: Callable[[int, int], Any], n: int, sims: int, test: SizeTest) -> Decided:
     """Size ``n``'s power measured in batches of ``sims`` studies (``measure(n, k)``: the estimate on the
-    first k studies) until ``test`` decides (issue 47 item 4)."""
+    first k studies) until ``test`` decides."""
     for look in range(1, test.looks + 1):
         est = measure(n, look * sims)
         passed = test.decide(int(est.hits), int(est.sims), look == test.looks, test.looks * sims)

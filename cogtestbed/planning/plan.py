@@ -141,7 +141,7 @@ class PlanResult:
     #: The design axis searched besides the size: ``trials`` or another integer design field (None: neither).
     searched: str | None = "trials"
     #: The fresh studies at the chosen design (:meth:`Planner.fresh_table`): the recovery's and the
-    #: calibrated test's power (issue 68), not the studies that chose the design (None: none simulated).
+    #: calibrated test's power, not the studies that chose the design (None: none simulated).
     fresh: pd.DataFrame | None = None
     #: Local processes its simulations ran on (the plan's later studies run on as many).
     workers: int = 1

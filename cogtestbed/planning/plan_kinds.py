@@ -1,4 +1,4 @@
-"""The plan kinds, registered (issue 67): every plan question is one :class:`~cogtestbed.planning.kinds.
+"""The plan kinds, registered: every plan question is one :class:`~cogtestbed.planning.kinds.
 PlanKind` in :data:`PLAN_KINDS`, the registry pattern experiments and LLM backends share
 (:class:`cogtestbed.plugins.Registry`: the package's own, the entry-point group ``cogtestbed.plan_kinds``,
 :func:`register_plan_kind` in a script).
@@ -14,7 +14,7 @@ The package's own kinds:
 ``adaptive``              adaptive against fixed sessions for one precision target (``adaptive``)
 ``forms``                 forms × subjects chosen jointly by dollars (``forms``)
 ``monitor``               an anytime-valid monitor of a model effect beside the fixed (and group-sequential)
-                          design at equal power (``monitor``, issue 74)
+                          design at equal power (``monitor``)
 ``mix``                   people and a predictor's units mixed for one population mean: prediction-powered
                           inference (``mix``, docs/mix.md)
 ========================  ==========================================================================

@@ -1,4 +1,4 @@
-"""Every option of a plan (``cogtestbed plan``, :func:`cogtestbed.plan`), declared once (issue 51, item 2):
+"""Every option of a plan (``cogtestbed plan``, :func:`cogtestbed.plan`), declared once:
 :class:`PlanRequest` and its sub-objects.  The command line's options and help panels, ``ct.plan``'s
 keywords and the ``request`` block of ``plan.json`` are made from these declarations
 (:mod:`cogtestbed.request`); :func:`~cogtestbed.planning.request.run_plan` reads them.
@@ -70,7 +70,7 @@ class PlanTarget(Compared, Assured, Level, AgentSetting, MetricTest, HeadlineMet
 
 @dataclass(frozen=True)
 class People(PopulationSource):
-    """The people an LLM is compared with (issue 67: one typed group, passed unchanged to the plan kind): a
+    """The people an LLM is compared with (one typed group, passed unchanged to the plan kind): a
     sample of people's trials (``human``) or a population of people (``population``); neither: LLMs alone."""
 
     human: Any = option(
@@ -120,7 +120,7 @@ class Pricing(PriceTable, ReasoningSettings, AnswerSettings, Unpriced, BatchMode
                   "llm": "BACKEND:MODEL whose prices and tokenizer cost the design (twice for a difference between two "
                          "LLMs: in a metric, or with --model/--effect in a model parameter). Required for a power "
                          "target; optional with --precision (default: cost in trials)."})):
-    """How a plan prices its design (issue 67: one typed group, passed unchanged to the plan kind): the LLMs
+    """How a plan prices its design (one typed group, passed unchanged to the plan kind): the LLMs
     priced, their prices, batch pricing, the reasoning-token assumption and the answer settings (as run)."""
 
     assume_reasoning_tokens: str | None = option(

@@ -180,11 +180,11 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "pilot": None if pilot is None else pilot.as_dict(),
         "run": run_section(result, pricer, exp, max_cost),
         "study": at_chosen.model_dump(mode="json"),
-        # issue 68: an LLM against people, conditional on the population's real participants (issue 71:
+        # an LLM against people, conditional on the population's real participants (
         # the LLM groups of the fresh and the calibration studies, tested against them: no new fits)
         "power_conditional": conditional_section(at_chosen, chosen.estimate.sims, result.workers,
                                                  groups=_groups(result.fresh, nulls)),
-        # issue 68: the test's critical p calibrated at the people's and the LLM's trial counts
+        # the test's critical p calibrated at the people's and the LLM's trial counts
         # (its power on the plan's fresh studies at the design, not on those that chose it)
         "calibrated_test": calibrated_section(at_chosen, result.fresh, target, result.workers, nulls=nulls),
         "searched": result.searched,
@@ -298,7 +298,7 @@ def summary_line(payload: dict[str, Any]) -> str:
 
 def _unconditional(payload: Mapping[str, Any]) -> str:
     """`` (unconditional: new people in every simulated study)`` beside the power of a plan that also
-    reports its power conditional on the real participants (issue 68), else ''."""
+    reports its power conditional on the real participants, else ''."""
     return " (unconditional: new people in every simulated study)" \
         if (payload.get("power_conditional") or {}).get("power") else ""
 

@@ -16,7 +16,7 @@ def plan_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     from cogtestbed.planning.pricing import cost_range_line
 
     out = [summary_line(dict(payload))]
-    cost_line = cost_range_line(payload.get("cost") or {})  # completion tokens measured or assumed (issue 67)
+    cost_line = cost_range_line(payload.get("cost") or {})  # completion tokens measured or assumed
     if cost_line is not None:
         out += cost_line.splitlines()
     line = recovery_line(payload.get("recovery") or {})
@@ -28,7 +28,7 @@ def plan_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
         dollars = f"${row['dollars']:.3f}" if row["dollars"] is not None else "-"
         out.append(f"  frontier: {row['design']}: power {rate_text(row['power'], row['sims'])}, "
                    f"{int(row['calls']):,} calls, {dollars}")
-    for row in payload.get("evaluated") or []:  # every design searched, with the search's verdict (issue 67)
+    for row in payload.get("evaluated") or []:  # every design searched, with the search's verdict
         if "verdict" in row:
             lo, hi = row["interval"]
             out.append(f"  searched: {row['design']}: power {row['power']:.2f} [{lo:.2f}, {hi:.2f}] "

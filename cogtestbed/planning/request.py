@@ -357,7 +357,7 @@ def _groups(effect: Effect | None, target: Any, llms: list[str], people: str | N
 
 
 def _people_trials(spec: Any, trials: Sizes | None) -> Sizes | None:
-    """The trials an LLM-against-people study searches: the people's own count, and nothing else (issue 68).
+    """The trials an LLM-against-people study searches: the people's own count, and nothing else.
 
     The test compares per-subject estimates of the two groups; at unequal trials per subject their precision
     differs and its null rejection exceeded alpha even with a calibrated critical value (0.057 at 2x the people's
@@ -438,7 +438,7 @@ def hidden_tokens(llms: Sequence[str], pilot: str | os.PathLike[str] | None, ass
                   thinking_budget: int | None, experiment: str | None = None) -> Any:
     """A reasoning model's completion tokens per call (:mod:`~cogtestbed.llm_adapters.runs.hidden_tokens`): the
     assumption given, else the pilot's measurement where an LLM planned reasons, else the pilot's expected
-    completion tokens per call (one price for plan and dry run, issue 67), else None (a plan for a reasoning
+    completion tokens per call (one price for plan and dry run), else None (a plan for a reasoning
     model is then refused by its pricer)."""
     from cogtestbed.llm_adapters.clients.capabilities import capability_of, check_allowance
     from cogtestbed.llm_adapters.runs import hidden_tokens as ht

@@ -1,4 +1,4 @@
-"""Typed values of a plan request (issue 67), parsed once at the edge and passed unchanged to the plan kind:
+"""Typed values of a plan request, parsed once at the edge and passed unchanged to the plan kind:
 :class:`Effect` (one ``NAME=SIZE``: an effect, a precision target's half-width) and :class:`Sizes`.
 
 :class:`Sizes` is parsed from what the user

@@ -1,5 +1,5 @@
 """Every option of a CogBench phenotype (``cogtestbed phenotype``, :func:`cogtestbed.phenotype`), declared
-once (issue 51, item 2): :class:`PhenotypeRequest`, from which the command line's options and
+once: :class:`PhenotypeRequest`, from which the command line's options and
 ``ct.phenotype``'s keywords are made (:mod:`cogtestbed.request`).  Imports nothing heavy."""
 
 from __future__ import annotations

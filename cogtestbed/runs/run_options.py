@@ -1,5 +1,5 @@
-"""Every option of an LLM run (``cogtestbed run``, :func:`cogtestbed.run`), declared once (issue 51,
-item 2): :class:`RunRequest` and its sub-objects.  The command line's options and help panels and
+"""Every option of an LLM run (``cogtestbed run``, :func:`cogtestbed.run`), declared once: :class:`RunRequest` and its
+sub-objects.  The command line's options and help panels and
 ``ct.run``'s keywords are made from these declarations (:mod:`cogtestbed.request`); the run itself
 (:mod:`cogtestbed.api.run`) reads each LLM's settings from them.
 

@@ -1,4 +1,4 @@
-"""An LLM against people: power and null rejection conditional on the real human sample (issue 68).
+"""An LLM against people: power and null rejection conditional on the real human sample.
 
 A plan of an LLM against a population (``--population``) draws new people from it in every
 simulated study: its power and type-I error are over new samples of people.  The study a

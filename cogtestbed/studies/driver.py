@@ -183,7 +183,7 @@ ESTIMATE_ROW_BYTES = 2 * 160
 
 
 def _estimate_rows(spec: StudySpec, exp: ExperimentSpec) -> int:
-    """A recovery study's rows, every task's together: at a chunked task's scale (issue 71) they, not the
+    """A recovery study's rows, every task's together: at a chunked task's scale they, not the
     trials, bound the study's memory (a row per subject and parameter or contrast)."""
     if spec.kind != "recovery" or not isinstance(spec, ModelStudy):
         return 0

@@ -77,7 +77,7 @@ def _estimates_mle_streamed(spec: ModelStudy, exp: ExperimentSpec, model: str, f
                             true: Mapping[str, Any], n: int, seed: int, design: Any, runs: int) -> pd.DataFrame:
     """:func:`_estimates_mle` of ``model``'s data at ``true`` (:func:`simulate_model`), simulated and fitted
     :func:`~cogtestbed.studies.study_data.study_chunk` subjects at a time, so a task's memory is
-    one chunk's trials and the estimates (issue 71): the per-subject fits are independent, so the rows are
+    one chunk's trials and the estimates: the per-subject fits are independent, so the rows are
     those of one fit of the whole table."""
     gen = exp.generator(model)
     params = {**gen.agent_params(true), **spec.params}
@@ -454,7 +454,7 @@ def _group_draws(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel
 
 def _people_values(spec: PowerStudy, model: CognitiveModel, fitter: CognitiveModel, exp: ExperimentSpec,
                    rng: np.random.Generator, seq: np.random.SeedSequence, draw: int | None) -> np.ndarray:
-    """The first group of an LLM-against-people study (issue 52): ``spec.people`` people drawn
+    """The first group of an LLM-against-people study: ``spec.people`` people drawn
     afresh from the population's posterior draw ``draw`` (no effect, no LLM lapses), each playing
     the experiment's own design at ``spec.people_trials`` trials (:func:`people_design`), fitted
     per subject as the LLM's are.  They do not depend on the LLM's design, so a repetition's people
@@ -488,7 +488,7 @@ _PEOPLE: dict[Any, np.ndarray] = {}
 #: LLM subjects of a study against people simulated and fitted together.  Block ``j`` of a repetition
 #: is seeded by its index alone (the ``j``-th child of the group's stream) and its subjects' parameters
 #: are the ``j``-th ten of the group's subject-major draws, so a larger design's LLM subjects extend a
-#: smaller one's block by block, and a plan fits each block once for every size (issue 71).
+#: smaller one's block by block, and a plan fits each block once for every size.
 LLM_BLOCK = 10
 #: Columns of a power task's row that carry its groups' per-subject values back to a plan (a task
 #: asked with ``reuse``), dropped from the rows it keeps.

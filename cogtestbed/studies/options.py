@@ -213,7 +213,7 @@ def size_text(value: Any) -> str | None:
 
 def with_population(spec: Any, population: Any, first_group: bool = True) -> Any:
     """The model study ``spec`` with its subjects drawn from ``population`` (``human:NAME``, a file,
-    or a :class:`~cogtestbed.inference.population.Population`; issue 52): a power study's medians
+    or a :class:`~cogtestbed.inference.population.Population`): a power study's medians
     and spreads come from its posterior draws; with two groups and ``first_group`` the first is as
     many people as the population was fitted to (their number fixed: their data are already
     collected), drawn afresh from it in every simulated study at their own trial count and fitted

@@ -1,5 +1,5 @@
 """An LLM against people: the two-group test's critical p-value calibrated at the planned trial
-counts (issue 68).
+counts.
 
 The two-group MLE test of an LLM against people (:func:`~cogtestbed.studies.model_studies.task_power_groups`)
 compares per-subject estimates.  Its nominal level is exact only where both groups' estimates share
@@ -120,7 +120,7 @@ def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[s
 
 def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None = None,
                        nulls: Any = None) -> dict[str, Any] | None:
-    """A plan's ``calibrated_test`` (issue 68) where ``spec`` is an LLM against a population's
+    """A plan's ``calibrated_test`` where ``spec`` is an LLM against a population's
     people by MLE; None otherwise: :func:`calibrate_people_test` at the chosen design with as many
     null studies as ``fresh`` has rows, at ``target``, and the power of the calibrated test
     (:func:`calibrated_power`) on ``fresh``: the plan's fresh studies at the chosen design

@@ -1,6 +1,6 @@
-"""Every option of building a human population (issue 52; ``cogtestbed population build``,
-:func:`cogtestbed.build_population`, :func:`cogtestbed.population_from_fit`), declared once (issue 51,
-item 2): the command line's options and the ``ct.`` functions' keywords are made from these requests
+"""Every option of building a human population (``cogtestbed population build``,
+:func:`cogtestbed.build_population`, :func:`cogtestbed.population_from_fit`), declared once: the command line's options
+and the ``ct.`` functions' keywords are made from these requests
 (:mod:`cogtestbed.request`).
 
 A type is what the ``ct.`` function accepts; ``cli_type`` what the command line parses.  Imports

@@ -91,7 +91,7 @@ def simulate_runs_chunked(exp: ExperimentSpec, agent: str, n: int, seed: int, pa
                           chunk: int | None = None) -> Iterator[pd.DataFrame]:
     """:func:`simulate_runs`'s table, ``chunk`` subjects at a time (default: :func:`study_chunk`), in subject
     order: the chunks concatenated are :func:`simulate_runs`'s table row for row (every draw read from its
-    stream's place, :func:`~cogtestbed.simulation.simulate_chunks`), while memory holds one chunk (issue 71)."""
+    stream's place, :func:`~cogtestbed.simulation.simulate_chunks`), while memory holds one chunk."""
     chunk = study_chunk(exp, agent, params, design, runs) if chunk is None else chunk
     rep = {k: np.repeat(np.asarray(v, dtype=np.float64), runs) if np.ndim(v) else v for k, v in params.items()}
     agent_cls = exp.agent(agent)

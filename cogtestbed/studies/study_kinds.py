@@ -115,7 +115,7 @@ class ModelStudy(Study):
     tune: int = Field(1000, ge=0)
     chains: int = Field(4, ge=1)
     sampler_backend: Literal["auto", "nutpie", "pymc"] = "auto"
-    #: A population (issue 52: the posterior of a hierarchical fit's group parameters, e.g. a human
+    #: A population (the posterior of a hierarchical fit's group parameters, e.g. a human
     #: data set's) the simulated subjects are drawn from (:mod:`cogtestbed.inference.population`):
     #: each simulated data set takes one posterior draw, its subjects scattered by that draw's SDs.
     from_population: Population | None = None

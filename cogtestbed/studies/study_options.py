@@ -1,5 +1,5 @@
 """Every option of the study workflows (``cogtestbed recover | model-recovery | sbc | power |
-metric-validity | study``; :func:`cogtestbed.recover`, ...), declared once (issue 51, item 2): one request
+metric-validity | study``; :func:`cogtestbed.recover`, ...), declared once: one request
 per study, grouped into small sub-objects.  The command line's options and help panels and the ``ct.``
 functions' keywords are made from these declarations (:mod:`cogtestbed.request`).
 

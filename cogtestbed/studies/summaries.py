@@ -55,7 +55,7 @@ def recovery_summary(table: pd.DataFrame) -> dict[str, Any]:
 
 def _recovery_entry(g: pd.DataFrame) -> dict[str, Any]:
     """r, bias, RMSE (and coverage) of one cell's parameter over every subject, whatever its
-    estimate (issue 68: nothing drops a subject because of its estimate); where the table says which
+    estimate (nothing drops a subject because of its estimate); where the table says which
     estimates the data pin (MLE: :mod:`cogtestbed.inference.identification`), the share flagged
     (``flagged``) and the flags' reasons beside them, and — a labelled secondary figure — the same
     statistics over the pinned ones only (``identified``, ``r_identified``)."""

@@ -1,4 +1,4 @@
-"""What a plan kind is (issue 67): one question a plan answers, declared as a :class:`PlanKind`.
+"""What a plan kind is: one question a plan answers, declared as a :class:`PlanKind`.
 
 A plan kind declares the request it accepts (the options it reads, :attr:`PlanKind.accepts`), checks it
 before anything is simulated (:attr:`PlanKind.check`), runs it (:attr:`PlanKind.run`), writes its payload
@@ -31,7 +31,7 @@ class PlanContext:
     ``read_table(exp, table_or_path, source, sessions)`` → ``(table, source)`` reads a trial table of the
     experiment (:func:`cogtestbed.api.core.read_table`); ``dry_run``: kept for plug-in kinds
     (the package's own kinds, the adaptive one included, price through
-    :class:`~cogtestbed.planning.pricing.Pricer`: one price, issue 67); ``say``: progress lines
+    :class:`~cogtestbed.planning.pricing.Pricer`: one price); ``say``: progress lines
     (None: silence)."""
 
     read_table: Callable[..., Any]

@@ -1,5 +1,5 @@
 """Adaptive against fixed sessions of the same length, on synthetic subjects drawn across the prior
-(issue 53): posterior SD, recovery r, interval coverage and the trials each needs for a precision.
+: posterior SD, recovery r, interval coverage and the trials each needs for a precision.
 
 Both arms hold the same grid posterior (:class:`~cogtestbed.inference.adaptive.AdaptiveDesigner`,
 the model's own likelihood), so they differ only in the trials asked:
@@ -179,7 +179,7 @@ def summarise(result: AdaptiveComparison, parameter: str, boot: int = 200, seed:
         sd, mean = c.sd[:, -1], c.mean[:, -1]
         covered = (c.lo[:, -1] <= truth) & (truth <= c.hi[:, -1])
         corr = pearson_r(truth, mean, what=("truth", "posterior means"))
-        r = corr.or_nan()  # null in JSON, its reason in r_note, where undefined (issue 75)
+        r = corr.or_nan()  # null in JSON, its reason in r_note, where undefined
         out[arm] = {
             "sd": float(sd.mean()), "sd_se": float(sd.std(ddof=1) / np.sqrt(n)),
             "r": r, "r_se": float((1 - r * r) / np.sqrt(n - 1)),

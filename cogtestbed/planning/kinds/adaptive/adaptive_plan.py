@@ -1,4 +1,4 @@
-"""``plan --adaptive`` (issue 53): adaptive against fixed sessions of the same design space for one
+"""``plan --adaptive``: adaptive against fixed sessions of the same design space for one
 precision target, each arm's trials per session priced for the sessions asked.
 
 The simulation and the share within the half-width are :mod:`cogtestbed.planning.kinds.adaptive.adaptive`'s
@@ -69,7 +69,7 @@ def adaptive_target(exp: Any, precision: Mapping[str, float] | str | None, assur
 def run_adaptive(exp: Any, req: Any, ctx: Any) -> Any:
     """The ``adaptive`` plan kind (``adaptive`` with ``precision``): :func:`plan_adaptive`, each arm's
     trials per session priced by the first LLM's dry run of the sessions asked, through the
-    :class:`~cogtestbed.planning.pricing.Pricer` the power plans price with (one price, issue 67)."""
+    :class:`~cogtestbed.planning.pricing.Pricer` the power plans price with (one price)."""
     from cogtestbed.planning.kinds import Planned
 
     ad, tg, lm = req.adaptive_sessions, req.target, req.llms
@@ -286,7 +286,7 @@ def adaptive_line(payload: Mapping[str, Any]) -> str:
 
 def _priced_lines(payload: Mapping[str, Any]) -> list[str]:
     """The adaptive arm's run (sessions, trials, the design ``run --plan`` executes) and its cost range where
-    completion tokens per call are measured or assumed (issue 67)."""
+    completion tokens per call are measured or assumed."""
     from cogtestbed.planning.pricing import cost_range_line
 
     run = payload.get("run")

@@ -1,4 +1,4 @@
-"""Planning prompt forms × subjects jointly, by dollars (issue 42).
+"""Planning prompt forms × subjects jointly, by dollars.
 
 The forms-aware test of an effect δ is the t-test on the K form means
 (:func:`~cogtestbed.inference.form_effects.form_random_effects`); with n subjects in each form a

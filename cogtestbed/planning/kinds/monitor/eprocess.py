@@ -1,4 +1,4 @@
-"""Anytime-valid monitoring of a bounded per-subject statistic (issue 74): a betting e-process and its
+"""Anytime-valid monitoring of a bounded per-subject statistic: a betting e-process and its
 confidence sequence.
 
 The test is Waudby-Smith & Ramdas (2023), "Estimating means of bounded random variables by betting",

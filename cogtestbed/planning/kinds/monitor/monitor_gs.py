@@ -1,4 +1,4 @@
-"""The fixed and the group-sequential design on the monitor's pools (issue 74): the three designs of a monitor
+"""The fixed and the group-sequential design on the monitor's pools: the three designs of a monitor
 plan side by side at equal power, the two that are not the monitor computed from the same simulated units.
 
 The statistic at a look is the fixed plan's: the two-sided one-sample t-test on the units so far

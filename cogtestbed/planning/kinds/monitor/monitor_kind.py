@@ -1,4 +1,4 @@
-"""The ``monitor`` plan kind (issue 74): an anytime-valid monitor of a model parameter's effect, planned and
+"""The ``monitor`` plan kind: an anytime-valid monitor of a model parameter's effect, planned and
 priced beside the fixed design (and the group-sequential one, with ``looks``) at equal power.
 
 The statistic is the one the fixed plan tests: each subject's MLE of the effect on the test's scale, less

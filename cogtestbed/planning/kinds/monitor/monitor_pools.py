@@ -1,4 +1,4 @@
-"""The monitor's simulated pools (issue 74): per hypothesis (the effect, the null) a pool of simulated units'
+"""The monitor's simulated pools: per hypothesis (the effect, the null) a pool of simulated units'
 statistic — one subject's MLE of the effect less its null value, a pair's difference, a pair of runs' metric
 difference — and the simulated studies resampled from it.
 

@@ -1,4 +1,4 @@
-"""The monitor validated on every experiment's declared plan questions (issue 74 item 2: "for every experiment's
+"""The monitor validated on every experiment's declared plan questions ("for every experiment's
 declared plan questions, ≥ 2,000 simulated null studies looked at after every subject").
 
 A declared plan question is a study an experiment declares (:attr:`ExperimentSpec.studies

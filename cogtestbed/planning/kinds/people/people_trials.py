@@ -1,4 +1,4 @@
-"""The people's own trials per subject, checked before the experiment is imported (issue 71).
+"""The people's own trials per subject, checked before the experiment is imported.
 
 A plan of an LLM against people (``--human TABLE``, or ``--population`` beside one ``--llm``) plays the people's
 own trials per subject; other ``trials`` are refused (:func:`~cogtestbed.planning.request.equal_trials`:

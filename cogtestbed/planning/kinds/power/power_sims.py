@@ -45,7 +45,7 @@ _CLUSTER: ContextVar[Any | None] = ContextVar("plan_cluster", default=None)
 def on_cluster(dask: str | Any | None) -> Iterator[Any | None]:
     """Within the block, every :class:`PowerEvaluator` sends its simulated studies to the Dask scheduler
     ``dask`` (an address or a ``distributed.Client``; None: they run here), as a study's ``--dask`` does
-    (issue 71): the same tasks, seeds and chunks, the rows in task order, so the plan is the local one."""
+   : the same tasks, seeds and chunks, the rows in task order, so the plan is the local one."""
     if dask is None:
         yield None
         return
@@ -149,7 +149,7 @@ class PowerEvaluator:
         self.simulations = 0
         #: Wall seconds per simulated trial (subjects × runs × trials) of the last look: the next look's ETA.
         self.seconds_per_unit: float | None = None
-        #: An LLM against people (issue 71): each repetition's people and LLM subjects are fitted once,
+        #: An LLM against people: each repetition's people and LLM subjects are fitted once,
         #: their values kept here per (design but its size, repetition) and handed to the next size's task.
         self.reusing = reuses_fits(spec)
         self.reuse: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -301,7 +301,7 @@ def decided(est: Estimate, target: float) -> bool:
 
 
 def verdict(hits: int, sims: int, target: float, level: float = 0.95) -> dict[str, Any]:
-    """Whether a design searched reaches ``target`` (issue 67: every size searched says so), by the search's own
+    """Whether a design searched reaches ``target`` (every size searched says so), by the search's own
     rule (:func:`decided`): ``reached`` or ``not reached`` once its estimate is :data:`DECIDE_Z` binomial SEs (at
     the target) above or below it, or once it has :data:`DECIDE_MAX_SIMS` simulations (its point estimate then
     decides), else ``undecided``; with the Wilson interval of its power at ``level`` (Wilson 1927)."""

@@ -1,4 +1,4 @@
-"""A sequential test per size for the plan's size searches (issue 47 item 4).
+"""A sequential test per size for the plan's size searches.
 
 The hierarchical size search (:mod:`cogtestbed.planning.fitcheck`) and the precision search
 (:mod:`cogtestbed.planning.kinds.precision.precision`) measure a rate (power, assurance) by simulation at each

@@ -9,7 +9,7 @@ the model's defaults, scattered with SD ``sd_between`` on the unconstrained scal
 :func:`~cogtestbed.studies.model_studies.power_parameters`), simulated through the model's
 generating agent and fitted one by one; the share within the halfwidth is reported with its 95 %
 Wilson interval (its Monte-Carlo uncertainty).  Designs are simulated in batches of :data:`BATCH`
-until a sequential test decides (:mod:`~cogtestbed.planning.kinds.power.sizetest`, issue 47): a design
+until a sequential test decides (:mod:`~cogtestbed.planning.kinds.power.sizetest`): a design
 passes when the one-sided lower Clopper–Pearson bound of its assurance at 1 − 0.025/10 reaches Q, fails
 when the upper bound falls below Q, and fails if still undecided after :data:`MAX_SUBJECTS` subjects,
 so that a design whose true assurance is below Q passes in at most 2.5 % of searches (the search's
@@ -163,7 +163,7 @@ class PrecisionPlanner:
         return share
 
     def passes(self, point: Point) -> bool:
-        """Whether ``point`` passes its sequential test (not its point estimate: issue 47 item 4)."""
+        """Whether ``point`` passes its sequential test (not its point estimate)."""
         return bool(self.evaluate(point).passed)
 
     @property

@@ -1,4 +1,4 @@
-"""An amortised per-subject statistic for ``plan --looks auto`` (issue 71), trained and validated per plan.
+"""An amortised per-subject statistic for ``plan --looks auto``, trained and validated per plan.
 
 ``plan --looks auto`` simulates ~240,000 subjects; fitting each by the coarse-start MLE
 (:data:`~cogtestbed.planning.kinds.sequential.seqfit.AUTO_FIT`) is most of its time.  The issue names *amortised

@@ -26,7 +26,7 @@ The search (Jennison & Turnbull 2000, ch. 7, for the designs; the search is the 
   count); the first :data:`CONFIRM` are then *confirmed* on fresh studies under the effect and fresh
   null studies never used in the search, in that order, and the first that keeps type-I error ≤ α
   (point estimate) and power ≥ target there is chosen.  Its reported error rates are the fresh ones.
-* **Statistic** (issue 71): a model target's simulated subjects are fitted by the coarse-start MLE of
+* **Statistic**: a model target's simulated subjects are fitted by the coarse-start MLE of
   :data:`~cogtestbed.planning.kinds.sequential.seqfit.AUTO_FIT` (recorded in the design's ``statistic.fit``, which
   ``run --plan``'s looks compute); every set of studies and the fair comparator use it.
 * **Fair comparator**: the fixed design at equal type-I error — the fixed plan's test at each size,
@@ -88,7 +88,7 @@ MIN_FACTOR, MAX_FACTOR = 0.8, 1.35
 #: Margin of the calibrated level below α, in SDs of a fresh type-I estimate (:func:`calibration_level`):
 #: z at 90 % (the project's choice; at 1,000 null studies per set α = .05 becomes .0375).
 CAL_MARGIN_Z = 1.2816
-#: Fresh null studies per calibration null study (issue 71): the chosen rule's type-I error is measured on
+#: Fresh null studies per calibration null study: the chosen rule's type-I error is measured on
 #: ``FRESH_NULL_FACTOR × null_sims`` fresh null studies, so that a rule at exactly the calibrated level (.0375 at
 #: 1,000) shows a one-sided 95 % upper bound ≤ α about 90 % of the time (about 65 % on as many fresh as
 #: calibration studies; the project's choice).  They choose nothing; they cost a fifth of the plan's fits.
@@ -234,7 +234,7 @@ class AutoResult:
     fair: dict[str, Any]
     searched: dict[str, Any]
     confirmed: list[dict[str, Any]]
-    #: the model the calibration rests on and the type-I error under alternatives (issue 47 item 3)
+    #: the model the calibration rests on and the type-I error under alternatives
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
@@ -337,7 +337,7 @@ GAUSSIAN_PATHS = 200_000
 def robustness(bounds: Boundaries, spec: PlannedStudy, null: PlannedStudy, sim: Any, null_sims: int, dirn: float,
                binding: bool, level: float, say: Callable[[str], None]) -> dict[str, Any]:
     """The chosen bounds' type-I error under other data-generating processes than the calibration's
-    (issue 47 item 3): exactly Gaussian look statistics (Brownian motion at the looks' information
+   : exactly Gaussian look statistics (Brownian motion at the looks' information
     fractions), and for a model target null studies with the between-subject SD × :data:`WIDE_SD_FACTOR`
     and with random-answer lapses at :data:`LAPSE_RANDOM` (``null_sims // 2`` each, seed stream 3; every
     subject's contrast against the plan's one-sample null, as the run's looks test it); each with its one-sided
@@ -436,7 +436,7 @@ def search(eff: Any, cal: Any, nul: Any, sizes: Sequence[int], maxima: Sequence[
     lo_fixed = fixed_sizes[0]
     shape_list = shapes(cal_level, target, looks, families, futility, workers)
     scored = score_all(shape_list, [m for m in maxima if m >= lo], col, eff, cal, nul, dirn, cal_level, binding)
-    # selection-honest (issue 47): rules are calibrated on ``cal`` and chosen by power and cost alone; the
+    # selection-honest: rules are calibrated on ``cal`` and chosen by power and cost alone; the
     # search null studies ``nul`` choose nothing (the chosen rule is re-calibrated on them, then measured on
     # a third, fresh set): their type-I per rule is recorded for reference only
     passing = sorted((s for s in scored if s.power >= target), key=Scored.key)
@@ -466,7 +466,7 @@ class _ConfirmSims:
 @dataclass
 class _Second:
     """The search's effect paths and its second null set (``nul``: the search null studies), on which the
-    rules chosen on the first set are re-calibrated (issue 47: selection on one set, calibration on a
+    rules chosen on the first set are re-calibrated (selection on one set, calibration on a
     second, type-I measured on a third)."""
 
     eff: Any
@@ -575,7 +575,7 @@ def _recalibrate_fair(fair: dict[str, Any], second: _Second, dirn: float) -> Non
 def choose(top: Sequence[Scored], cols: Sequence[Sequence[int]], eff: Any, nul: Any, dirn: float, level: float,
            target: float, binding: bool) -> tuple[Candidate | None, list[dict[str, Any]], int | None]:
     """``top`` (in order) on fresh paths (columns ``cols[i]`` of rule i): the first with power ≥
-    ``target`` on the fresh effect studies (the fresh null studies ``nul`` choose nothing: issue 47),
+    ``target`` on the fresh effect studies (the fresh null studies ``nul`` choose nothing),
     every rule's fresh figures (type-I futility ignored unless ``binding``, with its one-sided upper
     bound), and the chosen one's index."""
     rows, chosen, picked = [], None, None

@@ -1,4 +1,4 @@
-"""The fair fixed comparator of a sequential design (issue 40 item 1): the fixed plan's test with
+"""The fair fixed comparator of a sequential design: the fixed plan's test with
 its critical values calibrated on the same calibration null studies, and to the same level, as the
 sequential bounds, so that a saving is stated at equal type-I error.  Used by ``plan --looks auto``
 (:mod:`cogtestbed.planning.kinds.sequential.seqauto`) and ``plan --looks K``
@@ -96,7 +96,7 @@ def fair_statement(fair: dict[str, Any], seq: dict[str, Any], size_name: str, se
                           f"{seq_type1:.3f} ± {seq_se:.3f}); {ref}{worse}")}
 
 
-# ----------------------------------------------------------------------------- honest figures (issue 47)
+# ----------------------------------------------------------------------------- honest figures
 #: Confidence of the one-sided upper bound on a fresh type-I error (Clopper–Pearson; the project's choice).
 UPPER_CONFIDENCE = 0.95
 #: Bootstrap replicates of the smoothed comparator's size and of the saving (percentile intervals).
@@ -152,7 +152,7 @@ def _probit_fit(sizes: np.ndarray, hits: np.ndarray, reps: int) -> tuple[float, 
     p = np.clip(hits / reps, 0.5 / reps, 1 - 0.5 / reps)
     b0, a0 = np.polyfit(x, stats.norm.ppf(p), 1)
 
-    misses = reps - hits  # the same terms as written out per call, computed once (issue 71: ~1,200 fits a plan)
+    misses = reps - hits  # the same terms as written out per call, computed once (~1,200 fits a plan)
 
     def nll(theta: np.ndarray) -> float:
         eta = theta[0] + theta[1] * x
@@ -170,7 +170,7 @@ def _size_at(a: float, b: float, target: float) -> float:
 
 def smoothed_comparator(eff_z: np.ndarray, null_z: np.ndarray, sizes: Sequence[int], dirn: float, level: float,
                         target: float, seed: int = 0, boot: int = BOOT, workers: int = 1) -> dict[str, Any]:
-    """The fixed comparator's size as an estimate (issue 47 item 2): the fixed test at every size
+    """The fixed comparator's size as an estimate: the fixed test at every size
     ``sizes`` (columns of the paths) with its critical values calibrated on ``null_z`` to ``level``
     (the sequential design's measured type-I error), its power on the effect paths ``eff_z``
     smoothed by a monotone probit curve in √n (:func:`_probit_fit`), and the size where the curve
@@ -239,7 +239,7 @@ def _curve_rows(hits: np.ndarray, sizes: np.ndarray, reps: int, target: float) -
 def joint_saving(paths: Mapping[str, np.ndarray], fresh_rejected: np.ndarray, stop_look: np.ndarray,
                  look_costs: Sequence[float], unit_cost: float, sizes: Sequence[int], dirn: float, alpha: float,
                  target: float, seed: int = 0, boot: int = BOOT, workers: int = 1) -> dict[str, Any]:
-    """The saving's intervals from a joint resampling of every set of studies (issue 68 item 3): in
+    """The saving's intervals from a joint resampling of every set of studies: in
     each of ``boot`` replicates the fresh null studies (the sequential design's measured level), the
     comparator's null studies (``paths["null"]``: its critical values at that level), the effect
     studies at the fixed sizes (``paths["effect"]``: the power curve and the comparator's size) and
@@ -295,7 +295,7 @@ def _joint_counts(draws: Sequence[Any], eff: np.ndarray, null: np.ndarray, rejec
 
 def assumptions(spec: PlannedStudy, trials: int | None, runs: int,
                 fit: str = "the fixed plan's per-subject MLEs") -> list[str]:
-    """The data-generating model every simulated calibration of this plan rests on (issue 47 item 3):
+    """The data-generating model every simulated calibration of this plan rests on:
     the bounds' level holds for studies drawn from it, not in general (``fit``: the per-subject estimate the look
     statistic's t-test is on)."""
     out = []

@@ -1,4 +1,4 @@
-"""The per-subject fit a sequential plan simulates, and its run's looks compute (issue 71).
+"""The per-subject fit a sequential plan simulates, and its run's looks compute.
 
 A model-effect plan's look statistic is the one-sample t-test on per-subject maximum-likelihood
 estimates of the contrast.  The model's own fitter (:meth:`~cogtestbed.inference.base.CognitiveModel.fit_subject`)
@@ -133,7 +133,7 @@ FULL_FIT = SubjectFit()
 #: for 38 % and revealed-belief dissonant's for 81 %, so those two keep their own (150 subjects a family:
 #: ``python benchmarks/bench_seqplan.py --cap-agreement 150``, docs/benchmarks.md; a one-off check at 100
 #: iterations gave 96 % and 100 % for 15 % and no less CPU than uncapped: not worth a statistic that is not
-#: the search's own estimate; issue 71).  The one place a family's cap is chosen.
+#: the search's own estimate).  The one place a family's cap is chosen.
 AUTO_MAX_ITER_OF: dict[str, int | None] = {"restless-bandit/kalman": None, "revealed-belief/dissonant": None}
 #: The BFGS iterations a start of every other family's ``plan --looks auto`` fit.
 AUTO_MAX_ITER = 50
@@ -141,7 +141,7 @@ AUTO_MAX_ITER = 50
 #: and 2 starts reach the full fitter's contrast within 1e-3 for about 99 % of 96-trial RW± subjects, at
 #: about a quarter of its CPU; capping each start at 50 BFGS iterations, where the 3 % of starts that
 #: would run to the default 200 spend a quarter of all iterations, keeps about 98 % and the
-#: standardized effect, at about 70 % of the BFGS CPU: issue 71), each family's cap its own where
+#: standardized effect, at about 70 % of the BFGS CPU), each family's cap its own where
 #: :data:`AUTO_MAX_ITER_OF` says so.
 AUTO_FIT = SubjectFit(grid_points=4, n_starts=2, max_iter=AUTO_MAX_ITER, max_iter_of=tuple(AUTO_MAX_ITER_OF.items()))
 #: The share of simulated subjects whose contrast :data:`AUTO_FIT` must give within

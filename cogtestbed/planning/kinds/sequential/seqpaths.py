@@ -96,7 +96,7 @@ class Boundaries:
 
     def codes_all(self, z: np.ndarray, direction: float) -> np.ndarray:
         """:meth:`codes` of every look at once: ``z`` holds a column per look (replicates × looks), in one
-        pass over the array (issue 71: the rule search applies ~2,000 rules to each set of paths)."""
+        pass over the array (the rule search applies ~2,000 rules to each set of paths)."""
         return self._codes(z, np.arange(len(self.sizes)), direction)
 
     def _codes(self, z: np.ndarray, looks: np.ndarray, direction: float) -> np.ndarray:

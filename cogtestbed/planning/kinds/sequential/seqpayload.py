@@ -248,7 +248,7 @@ def attach_sequential(payload: dict[str, Any], result: Any, pricer: Any, exp: An
             seq["saving"]["comparator"] = "fixed plan's design (its nominal test)"
             seq["saving"]["statement"] = (f"saving stated against the fixed plan's design with its nominal test, not "
                                           f"at equal type-I error ({why}): " + seq["saving"].get("statement", ""))
-    if res.calibration_sims:  # issue 47: the model the calibrated bounds rest on
+    if res.calibration_sims:  # the model the calibrated bounds rest on
         from cogtestbed.planning.kinds.sequential.seqfair import assumptions
 
         seq["assumptions"] = assumptions(spec, point.trials, point.runs)

@@ -251,7 +251,7 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     """Simulate the sequential procedure at every maximum size from ``min_factor·fixed_size`` to
     ``max_factor·fixed_size`` and choose the one with the least expected units under the effect
     with power ≥ ``target``; its type-I error is measured on fresh null studies that choose nothing
-    (issue 47: reported with its one-sided upper bound; with ``calibrate=False`` they also require ≤ α).
+    (reported with its one-sided upper bound; with ``calibrate=False`` they also require ≤ α).
 
     ``sims`` studies are simulated under the effect; ``null_sims`` (default: at least
     :data:`MIN_NULL_SIMS`) fresh null studies measure the type-I error.  With ``calibrate`` (the
@@ -314,7 +314,7 @@ def _scored(bounds: Sequence[Boundaries], columns: Sequence[tuple[int, ...]], ef
 
 def _chosen(cands: Sequence[Candidate], target: float, calibrate: bool, level: float) -> Candidate | None:
     """The candidate with the least expected units under the effect (then the smallest maximum) among
-    those with power ≥ ``target``, or None.  Calibrated bounds (issue 47): the fresh null studies choose
+    those with power ≥ ``target``, or None.  Calibrated bounds: the fresh null studies choose
     nothing, they measure the chosen maximum's type-I error (reported with its upper bound); nominal
     bounds have no calibration set, so there they guard (type-I error ≤ ``level``)."""
     passing = [c for c in cands if c.effect.rate >= target and (calibrate or c.null.rate <= level)]

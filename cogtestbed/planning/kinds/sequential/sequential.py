@@ -147,7 +147,7 @@ class _Recursion:
             return
         z, w = _grid(low, high, self.per_unit)
         # the normal kernel exp(−u²/2)/(scale·√(2π)), u = (z − mean)/scale, computed in place (the same
-        # values as the expression written out, without its three temporary matrices: issue 71)
+        # values as the expression written out, without its three temporary matrices)
         u = np.subtract.outer(z, mean)
         u /= scale
         kernel = np.multiply(u, -0.5)

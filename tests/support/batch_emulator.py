@@ -23,7 +23,7 @@ its requests (``polls`` polls run them all), so a client sees its progress.  :cl
 makes a batch expire after some of its requests or fail chosen ones; :class:`Tally` counts every HTTP
 request, every request run (by its body, to find duplicates) and the usage billed.
 
-    python -m cogtestbed.llm_adapters.servers.emulators.batch --model tiny-random-chat --port 8001
+    PYTHONPATH=tests python -m support.batch_emulator --model tiny-random-chat --port 8001
 """
 
 from __future__ import annotations
@@ -465,7 +465,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m cogtestbed.llm_adapters.servers.emulators.batch --model NAME [--port N] [--polls K]``."""
+    """``PYTHONPATH=tests python -m support.batch_emulator --model NAME [--port N] [--polls K]``."""
     import uvicorn
 
     args = parse_args(argv)

@@ -141,6 +141,9 @@ def _rename(dotted: str, table: dict[str, str]) -> str:
 
 
 _DOTTED = re.compile(r"(?<![\w.])cogtestbed\.validation(?:\.\w+)*")
+#: A dotted name a docstring breaks after a dot (``:func:`~cogtestbed.validation.design.\\n    adaptive.compare```):
+#: renamed whole, broken again after ``cogtestbed.``.
+_BROKEN = re.compile(r"(?<![\w.])(cogtestbed\.validation(?:\.\w+)*\.)(\n[ \t]*)(\w+(?:\.\w+)*)")
 _SHORT_DOTTED = re.compile(r"(?<![\w.])validation\.(?:design|runs|studies|conformance|errors)(?:\.\w+)*")
 _PATH = re.compile(r"(?<![\w/])(?:cogtestbed/)?validation/(?:design|runs|studies|conformance|errors\.py)[\w/.]*")
 
@@ -148,6 +151,7 @@ _PATH = re.compile(r"(?<![\w/])(?:cogtestbed/)?validation/(?:design|runs|studies
 def rewrite(text: str, table: dict[str, str]) -> str:
     """``text`` with every old module name and path replaced through ``table``."""
     text = _split_from(text, table)
+    text = _BROKEN.sub(lambda m: "cogtestbed." + m[2] + _rename(m[1] + m[3], table)[len("cogtestbed."):], text)
     text = _DOTTED.sub(lambda m: _rename(m.group(0), table), text)
     text = _SHORT_DOTTED.sub(lambda m: _rename("cogtestbed." + m.group(0), table)[len("cogtestbed."):], text)
 

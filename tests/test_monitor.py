@@ -4,6 +4,8 @@ design at equal power; its validity rests on the statistic's declared bounds, ch
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +16,9 @@ from cogtestbed.cli import run_cli
 from cogtestbed.planning.kinds.monitor.monitor_kind import design_table, operate, statistic_bounds, studies
 from cogtestbed.planning.plan_kinds import choose_kind
 from cogtestbed.planning.plan_options import PlanRequest, PlanSequential, PlanTarget
+
+#: The monitor's validation study (its questions) lives with the studies, outside the wheel.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "studies"))
 
 LLM = "openai:gpt-4o-mini"
 
@@ -258,7 +263,7 @@ def test_two_llm_comparisons_get_the_three_designs(monkeypatch: pytest.MonkeyPat
 def test_the_declared_questions_come_from_the_contracts() -> None:
     """Item 3: the benchmark's questions are the experiments' declared power and metric-power studies, each with
     the property its monitor needs, or the reason none is valid (an unbounded statistic, a pooled metric)."""
-    from cogtestbed.planning.kinds.monitor.monitor_questions import declared_questions
+    from monitor_questions import declared_questions
 
     il = declared_questions(ct.get_experiment("instrumental-learning"), (1, 2))
     assert [(q.spec.groups if q.spec.kind == "power" else q.spec.metric) for q in il] == [1, 2, "optimism_bias"]
@@ -272,8 +277,9 @@ def test_the_declared_questions_come_from_the_contracts() -> None:
 
 
 def test_a_question_is_sized_and_measured_from_pools(monkeypatch: pytest.MonkeyPatch) -> None:
+    from monitor_questions import validate_question
+
     import cogtestbed.planning.kinds.monitor.monitor_pools as pools
-    from cogtestbed.planning.kinds.monitor.monitor_questions import validate_question
     from cogtestbed.studies.study_kinds import study_spec
 
     monkeypatch.setattr(pools, "hypothesis_pool", _tagged_pool)

@@ -365,8 +365,8 @@ def _offered(upper: float | None, level: float) -> str:
 
 
 def _pooled_sequential_row(mon: Mapping[str, Any]) -> list[str]:
-    """The group-sequential design computed on the monitor's pools (:mod:`~cogtestbed.planning.
-    monitor_gs`), where the plan has none of its own: its row and its boundary."""
+    """The group-sequential design computed on the monitor's pools (:mod:`~cogtestbed.
+    planning.kinds.monitor.monitor_gs`), where the plan has none of its own: its row and its boundary."""
     gs = mon.get("group_sequential")
     if not isinstance(gs, Mapping):
         return []

@@ -48,7 +48,7 @@ RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 LEFT = re.compile(r"\b[Ii]ssues?\s+#?\d{1,3}\b|\(#\d+\)")
 
 
-def strip(text: str) -> str:
+def strip_citations(text: str) -> str:
     """``text`` with every citation a rule rewrites removed."""
     for pattern, repl in RULES:
         text = pattern.sub(repl, text)
@@ -94,7 +94,7 @@ def strip_python(source: str) -> str:
     for tok in _docstring_tokens(source):
         a = starts[tok.start[0] - 1] + tok.start[1]
         b = starts[tok.end[0] - 1] + tok.end[1]
-        new = strip(tok.string)
+        new = strip_citations(tok.string)
         if new != tok.string:
             new = _wrap(new, tok.start[1])
             edits.append((a, b, new))
@@ -106,7 +106,7 @@ def strip_python(source: str) -> str:
 def strip_markdown(text: str) -> str:
     """A page with its prose stripped of citations (fenced code blocks untouched)."""
     parts = re.split(r"(^```.*?^```[^\n]*$)", text, flags=re.M | re.S)
-    return "".join(part if part.startswith("```") else strip(part) for part in parts)
+    return "".join(part if part.startswith("```") else strip_citations(part) for part in parts)
 
 
 def targets() -> list[Path]:

@@ -208,7 +208,7 @@ def hyperbolic_pointwise_kernel(
     has prob_option1's deterministic probability 1, 0 (clipped) or ½ at a tie, the limit of the
     logistic, with no gradient.  τ = 0 is the parameter's lower bound, and the MLE's search map
     ``0 + exp z`` reaches it exactly once exp underflows (a long BFGS step on subjects whose
-    answers one k explains without error: issue 46's ZeroDivisionError).
+    answers one k explains without error, where a ZeroDivisionError was raised).
     """
     n = choice.shape[0]
     ll = np.empty(n)

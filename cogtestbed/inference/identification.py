@@ -13,8 +13,8 @@ A **flag** means the data cannot pin the parameter, and nothing else:
 * **the fit failed** — the search did not converge (away from every bound: a search that runs
   towards a bound, τ → 0, found its supremum there and is judged by its interval), or several
   subjects whose answers differ come back with the very same estimate (the optimiser stopped
-  where it started, on a plateau of the likelihood, as the six temporal-discounting subjects of
-  issue 46 did at k = 42.169650, τ = 0.001778: :func:`shared_estimates`);
+  where it started, on a plateau of the likelihood, as six temporal-discounting subjects of
+  a human data set did at k = 42.169650, τ = 0.001778: :func:`shared_estimates`);
 * **an unbounded interval** — the likelihood-ratio interval is unbounded within the parameter's
   declared range: it covers the whole range, or it reaches an end where the declared range is
   unbounded (an infinite upper bound);
@@ -375,7 +375,7 @@ class SubjectProfile:
     def _brent_root(self, j: int, side: int) -> float:
         """The root of the rise on ``side`` by Brent's method on the whole range from the estimate to
         the end, each profile fit the multi-start one warm-started from the estimate and the previous
-        point's optimum (the computation before issue 72)."""
+        point's optimum (the earlier computation)."""
         from scipy.optimize import brentq
 
         start, end, xtol = self._geometry(j, side)

@@ -31,7 +31,7 @@ then searches the size axis (subjects) with the hierarchical test, cheaply (:fun
 
 The test makes the choice safe, not cheap: simulated on a known power curve
 (``benchmarks/studies/size_search_error.py``), the chosen size's true power is below the target in
-0.7 % of searches (before issue 47, accepting a size on its point estimate: 29 % with 8 studies a
+0.7 % of searches (accepting a size on its point estimate instead: 29 % with 8 studies a
 size, 36 % with 20), at the price of a size ~1.4 × the true 80 % size on average and ~4 × the fits.
 """
 

@@ -179,7 +179,7 @@ def _rate(hits: np.ndarray) -> dict[str, float | int | None]:
     if r == 0:
         return {"rate": None, "mc_se": None, "n": 0}
     p = float(hits.mean())
-    k = int(hits.sum())  # one-sided 95% Clopper-Pearson upper bound: the acceptance bound of issue 47
+    k = int(hits.sum())  # one-sided 95% Clopper-Pearson upper bound: the plan's acceptance bound
     upper = 1.0 if k >= r else float(stats.beta.ppf(0.95, k + 1, r - k))
     return {"rate": p, "mc_se": math.sqrt(p * (1 - p) / r), "n": r, "upper95": upper}
 

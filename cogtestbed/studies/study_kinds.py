@@ -236,7 +236,7 @@ class ReferenceSample(BaseModel):
     """A fixed first group of a two-group power study: a sample that is not simulated (a human
     sample's trial table, fitted once), as the per-subject MLE of the tested parameter or contrast
     on the test's scale (:func:`~cogtestbed.studies.model_studies.effect_scale`).  Any
-    source of trial tables (a file today; issue 52's human populations later) becomes one through
+    source of trial tables (a file, or a human population) becomes one through
     :func:`~cogtestbed.studies.model_studies.reference_sample`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

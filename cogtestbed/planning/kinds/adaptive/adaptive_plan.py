@@ -149,7 +149,8 @@ def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarge
                   llm: str | None, price: Price | None, say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The ``plan --adaptive`` payload: ``sims`` subjects from the prior through ``target.top`` adaptive and
     fixed trials (both arms the same subjects and the same design: :func:`~cogtestbed.
-    planning.kinds.adaptive.adaptive.compare`), the trials per session each arm needs for ``target`` on the parameter's natural scale
+    planning.kinds.adaptive.adaptive.compare`), the trials per session each arm needs for ``target`` on the
+    parameter's natural scale
     (the scale ``plan --precision`` uses: the posterior mean's value within the half-width of the truth), each
     trial count's verdict with its interval, the ratio of the trials with a bootstrap interval over subjects,
     and each reached arm priced by ``price`` (calls = trials × sessions and no cost without one)."""

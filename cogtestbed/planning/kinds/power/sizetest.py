@@ -4,7 +4,7 @@ The hierarchical size search (:mod:`cogtestbed.planning.fitcheck`) and the preci
 (:mod:`cogtestbed.planning.kinds.precision.precision`) measure a rate (power, assurance) by simulation at each
 size they try and keep the smallest size that "reaches" the target.  Accepting a size on its point
 estimate, or re-checking an interval after every batch without adjustment, picks a size whose true
-rate is below the target far more often than 5 % of searches (the audit of issue 47: 10–24 % and
+rate is below the target far more often than 5 % of searches (an audit measured 10–24 % and
 12–29 %).  Here a size **passes** only when the one-sided Clopper–Pearson lower confidence bound of
 its rate reaches the target, and **fails** when the upper bound falls below it; the bounds are checked
 after each batch, at most ``looks`` times, each at error ``error / looks`` (Bonferroni over the looks,
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 #: Error of one size's test: the chance that a size whose true rate is below the target passes (the
-#: project's choice: half of the ≤ 5 % per search that issue 47 asks, for the one or two sizes near
+#: project's choice: half of the ≤ 5 % per search the project asks, for the one or two sizes near
 #: the threshold a search tries).
 SIZE_ERROR = 0.05
 #: Error of the failing decision (a size whose true rate reaches the target declared failing early);

@@ -13,9 +13,9 @@ until a sequential test decides (:mod:`~cogtestbed.planning.kinds.power.sizetest
 passes when the one-sided lower Clopper–Pearson bound of its assurance at 1 − 0.025/10 reaches Q, fails
 when the upper bound falls below Q, and fails if still undecided after :data:`MAX_SUBJECTS` subjects,
 so that a design whose true assurance is below Q passes in at most 2.5 % of searches (the search's
-rate, simulated: ``benchmarks/studies/size_search_error.py``).  Before issue 47 the point estimate
-decided and a Wilson interval was re-checked after every batch without adjustment: a design at true
-assurance .88 passed a .9 target 12 % of the time.
+rate, simulated: ``benchmarks/studies/size_search_error.py``).  Had the point estimate
+decided and a Wilson interval been re-checked after every batch without adjustment, a design at true
+assurance .88 would pass a .9 target 12 % of the time.
 
 The search walks the design axis — the trials axis (the experiment's trials field,
 :mod:`cogtestbed.studies.sizes`), or another integer design field given as a list (``--design

@@ -388,7 +388,7 @@ def to_confirm(passing: Sequence[Scored], target: float, sims: int) -> list[Scor
     """The rules confirmed on fresh studies, in the search's order: the :data:`CONFIRM` − :data:`MARGIN_RULES`
     cheapest, and the :data:`MARGIN_RULES` cheapest whose search power clears the target by
     :data:`POWER_MARGIN_Z` binomial SEs (the cheapest sit at the target on the search's effect studies,
-    the best of many on the same studies, so most fall short on fresh ones: issue 47's run confirmed none
+    the best of many on the same studies, so most fall short on fresh ones: a measured run confirmed none
     of 24 without these)."""
     se = math.sqrt(target * (1 - target) / max(sims, 1))
     margin = [s for s in passing if s.power >= target + POWER_MARGIN_Z * se][:MARGIN_RULES]
@@ -680,7 +680,7 @@ def record_fit(seq: dict[str, Any], spec: PlannedStudy, fit: SubjectFit | Amorti
 
 def honest_figures(seq: dict[str, Any], auto: AutoResult, res: SequentialResult, result: Any, level: float,
                    seed: int, workers: int = 1) -> None:
-    """Issue 47's figures into the ``sequential`` section: the fresh type-I error with its upper bound
+    """The selection-honest figures into the ``sequential`` section: the fresh type-I error with its upper bound
     (``null.type1_check``), the saving as an estimate with its interval against the smoothed comparator
     at the sequential design's measured level (``saving.estimate``; costs linear in units, per unit the
     fixed plan's priced design), the data-generating assumptions and the robustness check."""

@@ -25,8 +25,8 @@ TOUCHED = ("cogtestbed", "cogtestbed.api.checks", "cogtestbed.api.core", "cogtes
            "cogtestbed.api.fitting", "cogtestbed.api.run", "cogtestbed.api.studies", "cogtestbed.cli.studies",
            "cogtestbed.experiments.spec", "cogtestbed.extend", "cogtestbed.inference.base",
            "cogtestbed.inference.numgrad", "cogtestbed.llm_adapters", "cogtestbed.llm_adapters.clients.backends",
-           "cogtestbed.registry", "cogtestbed.validation.conformance.parametrize",
-           "cogtestbed.validation.studies.report")
+           "cogtestbed.registry", "cogtestbed.conformance.parametrize",
+           "cogtestbed.studies.report")
 HELPERS = {"Any", "TYPE_CHECKING", "annotations", "importlib", "sys", "types", "typing"}
 
 _DIR = """

@@ -10,7 +10,8 @@ Every figure is counted from the source (nothing of the package is imported):
 * **files per workflow**: planning, studies, conformance and LLM runs start at their command
   module (``cli/**/{plan,studies,check,run}.py``) and the public function's module (the lazy-name
   table of ``cogtestbed/__init__.py``: ``plan``, ``power``, ``check``, ``run``); the workflow's files are
-  every module of the top half (``cli/``, ``api/``, ``validation/``, ``llm_adapters/``) reachable from
+  every module of the top half (``cli/``, ``api/``, ``runs/``, ``planning/``, ``studies/``, ``conformance/``,
+  ``llm_adapters/``) reachable from
   them by imports (function-level ones included, the graph of ``tests/test_import_graph.py``), counted
   with the folders they lie in.  A workflow's **own** modules are those it reaches and no other of
   the four reaches (planning reaches the studies it runs, so the studies' shared machinery counts as
@@ -48,7 +49,8 @@ from typing import Any
 from radon import metrics as radon_metrics
 
 HERE = Path(__file__).resolve().parents[1]
-TOP_HALF = ("cogtestbed.cli", "cogtestbed.api", "cogtestbed.validation", "cogtestbed.llm_adapters")
+TOP_HALF = ("cogtestbed.cli", "cogtestbed.api", "cogtestbed.runs", "cogtestbed.planning", "cogtestbed.studies",
+            "cogtestbed.conformance", "cogtestbed.llm_adapters")
 #: workflow → (command module file name, public function of ``ct``).
 WORKFLOWS = {"planning": ("plan.py", "plan"), "studies": ("studies.py", "power"),
              "conformance": ("check.py", "check"), "LLM runs": ("run.py", "run")}

@@ -1,7 +1,7 @@
 """CPU of one recovery study on the process pool and on Dask, and their ratio (issue 54, item 3).
 
 The study (RW± MLE recovery, instrumental learning; ``--reps`` × ``--subjects``, seed 1) runs on
-:func:`~cogtestbed.validation.studies.driver.run_study` with ``workers=N`` (forked pool) and on a
+:func:`~cogtestbed.studies.driver.run_study` with ``workers=N`` (forked pool) and on a
 ``distributed.LocalCluster`` of N worker processes with one thread each, started beforehand (a
 cluster outlives studies; its start-up is not the study's cost) with numba's cache filled.  CPU:
 this process plus its pool's children (``getrusage``), or this process plus every Dask worker
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from tolerance import assert_frames_close  # noqa: E402
 
-from cogtestbed.validation.studies.driver import run_study, study_spec  # noqa: E402
+from cogtestbed.studies.driver import run_study, study_spec  # noqa: E402
 
 TARGET = 1.2
 

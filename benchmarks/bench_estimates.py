@@ -1,14 +1,14 @@
 """How close the up-front time estimate of a study comes to its real wall time (issue 31).
 
 ``python benchmarks/bench_estimates.py`` prints, for a few small recovery studies of RW± (workers 1),
-the estimate :func:`cogtestbed.validation.design.estimate.study_estimate` gives before the first task and
-the wall time :func:`cogtestbed.validation.studies.driver.run_study` then takes, and their ratio.
+the estimate :func:`cogtestbed.planning.estimate.study_estimate` gives before the first task and
+the wall time :func:`cogtestbed.studies.driver.run_study` then takes, and their ratio.
 """
 
 from __future__ import annotations
 
-from cogtestbed.validation.design.estimate import study_estimate
-from cogtestbed.validation.studies.driver import run_study, study_spec
+from cogtestbed.planning.estimate import study_estimate
+from cogtestbed.studies.driver import run_study, study_spec
 
 JOBS = (((6, 12), (48, 96), 4), ((10, 20), (96, 192), 5), ((20, 40), (96, 192), 3))
 

@@ -10,7 +10,7 @@ the figure to compare; the load average is printed with each):
   ``cogtestbed metrics`` on gpt-4's file of every CogBench task and ``cogtestbed fit rw-pm
   gpt-4.csv --method mle`` (warm; target ≤ 1.5 s each);
 * the compile share of a recovery worker: a worker forked after the parent ran the first task
-  (as :func:`~cogtestbed.validation.studies.driver.run_study` does) and, for contrast, a fresh
+  (as :func:`~cogtestbed.studies.driver.run_study` does) and, for contrast, a fresh
   interpreter loading everything from the on-disk cache;
 * ``cogtestbed recover rw-pm -e instrumental-learning --reps 100 --subjects 50 --workers 2``
   (target ≤ 15 s on 2 cores).
@@ -57,7 +57,7 @@ QUICK_FLOOR = "import os, pandas, numba; os._exit(0)"
 WORKER_PROBE = """
 import json, multiprocessing, os, sys, time
 from numba.core.event import install_timer
-from cogtestbed.validation.studies.driver import run_chunk, StudySpec, study_spec
+from cogtestbed.studies.driver import run_chunk, StudySpec, study_spec
 spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(50,),
                  reps=6, seed=0)
 payload, tasks = spec.model_dump_json(), spec.tasks()

@@ -120,10 +120,10 @@ def tables(case: Case, reps: int, first: int = 0) -> list[Any]:
     """``reps`` seeded tables of ``case``, data sets ``first`` … ``first + reps − 1`` (simulation seeds
     100 + data set; one prior draw each, in data-set order from one generator, so data set k is the same
     table whatever ``first`` and ``reps`` are)."""
+    from cogtestbed.conformance.suite import simulate_from_model
     from cogtestbed.inference.hierarchical import sample_hierarchical_prior
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import simulate
-    from cogtestbed.validation.conformance.suite import simulate_from_model
 
     exp = get_experiment(case.experiment)
     model = exp.model(case.model)

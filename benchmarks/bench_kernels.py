@@ -1,8 +1,8 @@
 """ns per trial of what a metric comparison simulates and computes, per experiment, one core (CPU time).
 
 A plan that compares a metric between two LLMs (``plan EXP --metric M --compare A B --llm X --llm Y``) simulates
-each group's runs (:func:`~cogtestbed.validation.studies.study_data.simulate_runs`) and computes the metric the
-comparison tests on them (:func:`~cogtestbed.validation.studies.metric_studies.comparison_result`).  For each
+each group's runs (:func:`~cogtestbed.studies.study_data.simulate_runs`) and computes the metric the
+comparison tests on them (:func:`~cogtestbed.studies.metric_studies.comparison_result`).  For each
 experiment (default design, ``RUNS`` runs of its agent) this prints the CPU ns per trial of the two separately
 (a trial is one of the design's ``n_trials``; belief coherence's trial is a context repetition of 8 calls:
 4 π0/scoring-rule beliefs, 2 LIE conditionals, the LIE covariate, the decision), and belief coherence's ratio to
@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _timing import best_cpu_of  # noqa: E402
 
 from cogtestbed.registry import get_experiment  # noqa: E402
-from cogtestbed.validation.studies.metric_studies import comparison_result  # noqa: E402
-from cogtestbed.validation.studies.study_data import simulate_runs  # noqa: E402
+from cogtestbed.studies.metric_studies import comparison_result  # noqa: E402
+from cogtestbed.studies.study_data import simulate_runs  # noqa: E402
 
 #: Runs a group simulates (the T1a headline plan's largest size).
 RUNS = 20

@@ -16,11 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _timing import best_cpu_of  # noqa: E402
 
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.suite import small_design, table_bytes
 from cogtestbed.lapse import Lapse  # noqa: E402
 from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import simulate  # noqa: E402
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.suite import small_design, table_bytes
 
 
 def main() -> None:

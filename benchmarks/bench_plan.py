@@ -13,11 +13,11 @@ import os
 import resource
 import time
 
+from cogtestbed.planning.plan import Planner
+from cogtestbed.planning.pricing import Pricer
+from cogtestbed.planning.space import design_axes
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import Planner
-from cogtestbed.validation.design.pricing import Pricer
-from cogtestbed.validation.design.space import design_axes
-from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.studies.driver import study_spec
 
 LLM = "openai:gpt-4o-mini"
 

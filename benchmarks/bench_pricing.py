@@ -26,7 +26,7 @@ def main() -> None:
 
     from cogtestbed.api.core import get_experiment
     from cogtestbed.environments.twostep import TwoStepDesign
-    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.planning.pricing import Pricer
 
     exp = get_experiment("two-step")
     pricer = Pricer(exp, tuple(args.llms), seed=0)

@@ -23,11 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import numpy as np  # noqa: E402
 from _timing import best_cpu_of  # noqa: E402
 
+from cogtestbed.conformance.suite import prior_draws  # noqa: E402
 from cogtestbed.inference.base import CognitiveModel  # noqa: E402
 from cogtestbed.inference.risky import MODELS  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
 from cogtestbed.simulation import simulate  # noqa: E402
-from cogtestbed.validation.conformance.suite import prior_draws  # noqa: E402
 
 SUBJECTS = 40
 SPEKTOR = Path(__file__).resolve().parents[2] / "shared/data/psych201/spektor2024lossaversion/prompts.jsonl.zip"

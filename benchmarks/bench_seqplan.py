@@ -61,8 +61,8 @@ def profile(sims: int) -> None:
     import cProfile
     import pstats
 
-    from cogtestbed.validation.design.seqplan import plan_sequential
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.planning.kinds.sequential.seqplan import plan_sequential
+    from cogtestbed.studies.driver import study_spec
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.2, seed=0, trials=(96,))
@@ -84,8 +84,8 @@ def profile_auto(sims: int) -> None:
     import pstats
     import time
 
-    from cogtestbed.validation.design.seqauto import plan_auto
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.planning.kinds.sequential.seqauto import plan_auto
+    from cogtestbed.studies.driver import study_spec
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.2, seed=0, trials=(96,))
@@ -125,9 +125,9 @@ def search_cost_child(sims: int) -> None:
 
     import numpy as np
 
-    from cogtestbed.validation.design import seqauto
-    from cogtestbed.validation.design.seqfair import FIXED_MIN_FACTOR, joint_saving, smoothed_comparator
-    from cogtestbed.validation.design.seqplan import candidate_maxima, look_sizes
+    from cogtestbed.planning.kinds.sequential import seqauto
+    from cogtestbed.planning.kinds.sequential.seqfair import FIXED_MIN_FACTOR, joint_saving, smoothed_comparator
+    from cogtestbed.planning.kinds.sequential.seqplan import candidate_maxima, look_sizes
 
     fixed_size, n_top = 26, math.ceil(seqauto.MAX_FACTOR * 26)
     lo_fixed, lo = math.floor(FIXED_MIN_FACTOR * fixed_size), math.floor(seqauto.MIN_FACTOR * fixed_size)
@@ -220,9 +220,9 @@ def path_cost(paths: int) -> None:
     candidate tested on the same path), in this process, after one untimed path."""
     import time
 
-    from cogtestbed.validation.design.seqpaths import simulate_paths
-    from cogtestbed.validation.design.seqplan import candidate_maxima, look_sizes
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.planning.kinds.sequential.seqpaths import simulate_paths
+    from cogtestbed.planning.kinds.sequential.seqplan import candidate_maxima, look_sizes
+    from cogtestbed.studies.driver import study_spec
 
     spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", params={"beta": 5.0},
                       metric="model_basedness", compare=({"w": 0.3}, {"w": 0.45}), seed=0)
@@ -292,12 +292,12 @@ def fits(n: int) -> None:
 
     import numpy as np
 
+    from cogtestbed.planning.kinds.sequential.seqfit import AUTO_FIT, FULL_FIT, SubjectFit
+    from cogtestbed.planning.kinds.sequential.seqsim import _chunk_table, subject_contrasts
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqfit import AUTO_FIT, FULL_FIT, SubjectFit
-    from cogtestbed.validation.design.seqsim import _chunk_table, subject_contrasts
-    from cogtestbed.validation.studies.driver import study_spec
-    from cogtestbed.validation.studies.study_data import design_for_trials
-    from cogtestbed.validation.studies.study_kinds import PowerStudy
+    from cogtestbed.studies.driver import study_spec
+    from cogtestbed.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_kinds import PowerStudy
 
     exp = get_experiment("instrumental-learning")
     model = exp.model("rw-pm")
@@ -352,8 +352,13 @@ def cap_agreement(n: int, only: list[str]) -> list[str]:
     ``tests/test_seqfit.py`` asserts, ``seqfit.CAP_AGREEMENT``), the CPU ms a subject of each (two alternated
     rounds), and for a family whose cap is not the uniform 50 the two agreements 50 would give.  Returns the lines
     printed."""
+    from cogtestbed.planning.kinds.sequential.seqfit import (
+        AUTO_MAX_ITER,
+        AUTO_MAX_ITER_OF,
+        SubjectFit,
+        iteration_agreement,
+    )
     from cogtestbed.registry import experiment_names, get_experiment
-    from cogtestbed.validation.design.seqfit import AUTO_MAX_ITER, AUTO_MAX_ITER_OF, SubjectFit, iteration_agreement
 
     lines: list[str] = []
 

@@ -1,5 +1,6 @@
-"""The house measures of issue 73 (docs/architecture.md, "The house after the wings"): package lines, radon
-C-rank blocks, command-line options, option names declared in more than one request class, upward imports.
+"""The house measures: package lines and files, radon C-rank blocks, names dispatched by string, "issue N"
+citations, modules over 800 lines, command-line options, option names declared in more than one request class,
+upward imports and import cycles.
 
     PYTHONPATH=. python benchmarks/house_metrics.py                    # the working tree
     PYTHONPATH=. python benchmarks/house_metrics.py --ref 3371524      # a commit (read with git archive)
@@ -9,7 +10,11 @@ C-rank blocks, command-line options, option names declared in more than one requ
 Counted from the source (:mod:`ast`, radon), except the command-line options, which the commit's own
 command line reports (``benchmarks/cli_options.py`` run on the commit's package in a subprocess):
 
-* **package lines**: newlines of every ``cogtestbed/**/*.py``;
+* **package lines / files**: newlines of every ``cogtestbed/**/*.py``, and their number;
+* **names dispatched by string**: :func:`string_dispatch` summed over the package's modules;
+* **"issue N" lines**: lines of the package matching ``issues? #?[0-9]+`` (case-insensitive), as
+  ``grep -rniE "issue[s]? #?[0-9]+" cogtestbed | wc -l`` counts them;
+* **modules over 800 lines**: the package modules above the cap;
 * **C-rank blocks**: functions and methods (closures and nested classes' methods included, as
   ``tests/test_complexity.py`` walks them) of cyclomatic complexity 11-20 (radon's rank C) or above;
 * **CLI options**: every option of every command (``cogtestbed --help`` and below), summed over commands;
@@ -17,8 +22,8 @@ command line reports (``benchmarks/cli_options.py`` run on the commit's package 
   ``option(...)`` (the typed requests of ``cogtestbed/request.py``), the distinct names, and the names
   declared in two or more classes;
 * **upward imports**: the import graph of ``tests/test_import_graph.py`` on the commit's modules, under
-  this tree's layer order (an earlier commit's own order placed ``validation/matrix.py`` above ``api``:
-  the exception issue 73 removed).
+  this tree's layer order (a commit whose modules it does not place, an older layout, under its own order);
+* **import cycles**: strongly connected groups of the commit's own import graph.
 
 ``--issue N`` measures an issue's own commits, not the tree (which also grows by other issues' features): the
 commits **naming the issue** are those of ``git log --no-merges`` (the current branch's history) whose message
@@ -44,7 +49,7 @@ from typing import Any
 from radon import complexity as radon_complexity
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from architecture_measures import HERE, load_graph_test, measured  # noqa: E402
+from architecture_measures import HERE, cycles, load_graph_test, measured  # noqa: E402
 
 
 def _blocks(source: str) -> list[Any]:
@@ -79,31 +84,95 @@ def cli_options(root: Path) -> int | None:
     return sum(len(options) for options in json.loads(done.stdout).values())
 
 
+def _names_module(value: object, modules: set[str]) -> bool:
+    return isinstance(value, str) and value.partition(":")[0] in modules and value.startswith("cogtestbed.")
+
+
+def string_dispatch(tree: ast.AST, modules: set[str]) -> int:
+    """Names a module reaches through a string naming a package module: each ``"cogtestbed.x"`` or
+    ``"cogtestbed.x:attr"`` literal (``import_module``, a lazy ``Lazy("module:attr")``, a dispatch table's
+    ``("module", "function")``), and each use of a module-level constant bound to one (``_run(_REQUEST, "run_power")``
+    counts once per call)."""
+    bound = {t.id for node in getattr(tree, "body", []) if isinstance(node, ast.Assign)
+             and isinstance(node.value, ast.Constant) and _names_module(node.value.value, modules)
+             for t in node.targets if isinstance(t, ast.Name)}
+    bound_values = {id(node.value) for node in getattr(tree, "body", []) if isinstance(node, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id in bound for t in node.targets)}
+    count = 0
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and id(node) not in bound_values and _names_module(node.value, modules):
+            count += 1
+        elif isinstance(node, ast.Call):
+            count += sum(1 for a in node.args if isinstance(a, ast.Name) and a.id in bound)
+    return count
+
+
+ISSUE = re.compile(r"issues? #?[0-9]+", re.I)  # the ``grep -rniE "issue[s]? #?[0-9]+" cogtestbed`` of the review
+
+
+def _module_names(root: Path) -> set[str]:
+    out = set()
+    for path in (root / "cogtestbed").rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        out.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
+def _upward(root: Path) -> list[str]:
+    """Upward imports under this tree's layer order; a commit whose modules this order does not place (an older
+    layout) is read under its own ``tests/test_import_graph.py``."""
+    graph_test = load_graph_test(HERE)
+    graph_test.PACKAGE = root / "cogtestbed"
+    graph = graph_test.import_graph()
+    top = graph_test.layer_of("cogtestbed")
+    if any(m != "cogtestbed" and graph_test.layer_of(m) == top for m in graph):
+        graph_test = load_graph_test(root)
+        graph_test.PACKAGE = root / "cogtestbed"
+        graph = graph_test.import_graph()
+    return [f"{m} -> {t}" for m, t in graph_test.upward_imports(graph)]
+
+
+def _cycles(root: Path) -> int:
+    graph_test = load_graph_test(root)
+    graph_test.PACKAGE = root / "cogtestbed"
+    return len(cycles(graph_test.import_graph()))
+
+
 def measure(root: Path) -> dict[str, Any]:
-    lines = c_rank = 0
+    lines = c_rank = files = dispatched = issues = 0
     declared: dict[str, set[str]] = defaultdict(set)
     fields = 0
+    long_modules = []
+    modules = _module_names(root)
     for path in sorted((root / "cogtestbed").rglob("*.py")):
         source = path.read_text(encoding="utf-8")
+        files += 1
         lines += source.count("\n")
+        if source.count("\n") > 800:
+            long_modules.append(str(path.relative_to(root)))
+        issues += sum(1 for line in source.splitlines() if ISSUE.search(line))
         c_rank += sum(1 for b in _blocks(source) if b.complexity > 10)
-        for cls, name in _option_fields(ast.parse(source)):
+        tree = ast.parse(source)
+        dispatched += string_dispatch(tree, modules)
+        for cls, name in _option_fields(tree):
             declared[name].add(cls)
             fields += 1
-    graph_test = load_graph_test(HERE)  # this tree's layer order (no exception), on the commit's modules
-    graph_test.PACKAGE = root / "cogtestbed"
-    upward = [f"{m} -> {t}" for m, t in graph_test.upward_imports(graph_test.import_graph())]
-    return {"package_lines": lines, "c_rank_blocks": c_rank, "cli_options": cli_options(root),
-            "option_fields": fields, "option_names": len(declared),
+    return {"package_lines": lines, "package_files": files, "c_rank_blocks": c_rank,
+            "names_dispatched_by_string": dispatched, "issue_citations": issues, "modules_over_800": long_modules,
+            "cli_options": cli_options(root), "option_fields": fields, "option_names": len(declared),
             "names_in_several_requests": sorted(n for n, classes in declared.items() if len(classes) > 1),
-            "upward_imports": upward}
+            "upward_imports": _upward(root), "import_cycles": _cycles(root)}
 
 
-ROWS = (("package lines", "package_lines"), ("radon C-rank blocks (complexity > 10)", "c_rank_blocks"),
+ROWS = (("package lines", "package_lines"), ("package files", "package_files"),
+        ("radon C-rank blocks (complexity > 10)", "c_rank_blocks"),
+        ("names dispatched by string", "names_dispatched_by_string"),
+        ('"issue N" lines in the package (grep -rniE "issue[s]? #?[0-9]+" cogtestbed | wc -l)', "issue_citations"),
+        ("modules over 800 lines", "modules_over_800"),
         ("CLI options (summed over commands)", "cli_options"), ("option fields in request classes", "option_fields"),
         ("option names", "option_names"),
         ("names declared in more than one request class", "names_in_several_requests"),
-        ("upward imports", "upward_imports"))
+        ("upward imports", "upward_imports"), ("import cycles (groups)", "import_cycles"))
 
 
 def _cell(value: Any) -> str:

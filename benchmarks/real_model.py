@@ -8,7 +8,7 @@ Prints, per experiment and mode, one short session's valid-answer rate, what the
 (reason, count, one example answer), tokens per call, calls per second and whether the experiment's
 metrics could be computed from that session; then the reload time of the converted copy and calls
 per second of one CogBench session in-process and through the local OpenAI-compatible server.
-Sessions: :data:`cogtestbed.validation.runs.real_model.SHORT_DESIGNS`, seed 0, greedy, 8 tokens, stop at
+Sessions: :data:`cogtestbed.runs.real_model.SHORT_DESIGNS`, seed 0, greedy, 8 tokens, stop at
 a newline (``cogtestbed run``'s defaults).  Wall-clock figures depend on the machine and its load:
 the load average is printed with them.
 """
@@ -28,7 +28,7 @@ SPEED_EXPERIMENT = "instrumental-learning"
 
 
 def sessions(client: Any, names: list[str], work: Path) -> list[dict[str, Any]]:
-    from cogtestbed.validation.runs.real_model import metrics_of, run_session, supported_modes
+    from cogtestbed.runs.real_model import metrics_of, run_session, supported_modes
 
     rows = []
     for name in names:
@@ -46,7 +46,7 @@ def speed(client: Any, work: Path) -> dict[str, Any]:
     """Calls per second of one CogBench session (completions), in-process and through the server."""
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.servers.server import serve
-    from cogtestbed.validation.runs.real_model import run_session
+    from cogtestbed.runs.real_model import run_session
 
     raw = client.with_chat(False)
     _, here = run_session(raw, SPEED_EXPERIMENT, "completions", work / "speed-in", work / "speed-in.sqlite")

@@ -32,8 +32,9 @@ forms=...)``.  The earlier model-first calls (``ct.recover("rw-pm")``,
 Layers: :mod:`cogtestbed.environments` (gymnasium tasks with rendered prompts and parsers),
 :mod:`cogtestbed.agents` (synthetic subjects with numba batch paths),
 :mod:`cogtestbed.inference` (published metrics, MLE and hierarchical fits),
-:mod:`cogtestbed.llm_adapters` (real models as subjects), :mod:`cogtestbed.validation`
-(recovery, calibration, power, plans and the conformance suite), :mod:`cogtestbed.api` (the
+:mod:`cogtestbed.llm_adapters` (real models as subjects), :mod:`cogtestbed.studies` (recovery,
+calibration, power), :mod:`cogtestbed.planning` (plans, a folder per plan kind), :mod:`cogtestbed.runs`,
+:mod:`cogtestbed.conformance` (the conformance suite), :mod:`cogtestbed.api` (the
 functions below).
 """
 
@@ -92,8 +93,8 @@ _PUBLIC: dict[str, str] = {
     "DesignInformation": "cogtestbed.identifiability",
     # the result types of the functions above (what ct.fit, ct.check, ct.run, ... return)
     "BayesFit": "cogtestbed.inference.hierarchical",
-    "ConformanceReport": "cogtestbed.validation.conformance.suite",
-    "CheckResult": "cogtestbed.validation.conformance.suite",
+    "ConformanceReport": "cogtestbed.conformance.suite",
+    "CheckResult": "cogtestbed.conformance.suite",
     "RunResult": "cogtestbed.llm_adapters.runs.config",
     "Figures": "cogtestbed.api.figures",
     "HeldOut": "cogtestbed.inference.heldout",
@@ -141,6 +142,7 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
         true_parameters,
     )
     from cogtestbed.api.transcripts import heldout_nll, participant_nll, transcript_nll, transcript_table, validate
+    from cogtestbed.conformance.suite import CheckResult, ConformanceReport
     from cogtestbed.data.rows import DataFormatError, RepeatedSessionError  # noqa: F401
     from cogtestbed.environments.forms import FormError  # noqa: F401
     from cogtestbed.errors import BudgetError, CogtestbedError, DataError, InputError, ResumeMismatch  # noqa: F401
@@ -158,10 +160,9 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
     from cogtestbed.no_data import DegenerateAnswers  # noqa: F401
     from cogtestbed.outputs import OutputError, WriteFailed  # noqa: F401
     from cogtestbed.parameters import ParameterError  # noqa: F401
+    from cogtestbed.planning.plan import PlanInfeasible  # noqa: F401
     from cogtestbed.schema import TrialTableError  # noqa: F401
-    from cogtestbed.validation.conformance.suite import CheckResult, ConformanceReport
-    from cogtestbed.validation.design.plan import PlanInfeasible  # noqa: F401
-    from cogtestbed.validation.errors import ConformanceError, WorkerDied  # noqa: F401
+    from cogtestbed.study_errors import ConformanceError, WorkerDied  # noqa: F401
 
 
 def __getattr__(name: str) -> _typing.Any:

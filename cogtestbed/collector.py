@@ -7,7 +7,7 @@ in a fitting call on a CogBench file, more than its fits.  :func:`defer_collecti
 collector off at entry; a short command (a fitting call, a help page) never collects.
 :func:`resume_collection` freezes what is alive (``gc.freeze``: the start-up objects are never
 traversed again) and turns the collector back on: a study or plan calls it when its work starts
-(:func:`cogtestbed.validation.studies.driver.run_chunk`), and it runs before every fork, so a forked
+(:func:`cogtestbed.studies.driver.run_chunk`), and it runs before every fork, so a forked
 worker inherits the collector on and the start-up objects frozen (their pages stay shared).  No
 thread is involved.  Only reference cycles wait for the collector; every other object is freed as
 usual, and no output depends on when cycles are freed.  It is process-wide, so it is the command

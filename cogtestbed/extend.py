@@ -18,7 +18,7 @@ entry-point group ``cogtestbed.backends`` in a distribution (``echo = "mypkg.bac
 :class:`Backend` whose factory returns an :class:`LLMClient`); ``--llm echo:MODEL`` then runs it.  So is a
 posterior sampler: :func:`register_sampler` of a :class:`SamplerKind`, or the entry-point group
 ``cogtestbed.samplers``; ``fit_hierarchical(..., sampler=NAME)`` then runs it.  A plan
-kind too (issue 67): :func:`register_plan_kind` of a :class:`PlanKind`, or the entry-point group
+kind too: :func:`register_plan_kind` of a :class:`PlanKind`, or the entry-point group
 ``cogtestbed.plan_kinds``; ``plan --question NAME`` then plans it (CONTRIBUTING.md, "Adding a plan kind").
 
 **The name, once.**  An experiment's name is its spec's ``name``: the environment, the agents and
@@ -61,6 +61,7 @@ never imports it.
 """
 
 from cogtestbed.agents.base import KernelLapsingAgent, SyntheticAgent
+from cogtestbed.conformance.parametrize import parametrize_with_checks
 from cogtestbed.environments.base import (
     NO_ACTION,
     AnswerDefaults,
@@ -102,11 +103,10 @@ from cogtestbed.llm_adapters.clients.backends import Backend, register_backend
 from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.metrics_result import MetricComparison, MetricOption, MetricsResult, metrics_result
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet, per_subject
+from cogtestbed.planning.kinds import PlanContext, PlanKind, Planned
+from cogtestbed.planning.plan_kinds import register_plan_kind
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, TrialTableError, Values, validate_trials
 from cogtestbed.trials import Column, categories, coded_lists, finish_table, lists, outcome_columns, strings
-from cogtestbed.validation.conformance.parametrize import parametrize_with_checks
-from cogtestbed.validation.design.kinds import PlanContext, PlanKind, Planned
-from cogtestbed.validation.design.plan_kinds import register_plan_kind
 
 __all__ = [
     "INVALID", "NORMAL", "NO_ACTION", "RANDOM", "REWARDED", "VERBATIM", "AnswerDefaults", "Backend", "CognitiveModel",

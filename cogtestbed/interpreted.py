@@ -1,4 +1,4 @@
-"""Numba kernels run as plain Python, so that a small first run compiles nothing (issue 54).
+"""Numba kernels run as plain Python, so that a small first run compiles nothing.
 
 Compiling a simulation kernel after install costs 0.6–5 s of CPU; running the same kernel as the
 Python it was written in costs less for a few thousand steps.  :func:`interpreted` turns an

@@ -235,7 +235,7 @@ MIN_CORRELATION_PAIRS = 3
 
 
 class Correlation:
-    """Pearson's r of (truth, estimate) pairs, or why it is undefined (issue 75): ``value`` (None where
+    """Pearson's r of (truth, estimate) pairs, or why it is undefined: ``value`` (None where
     undefined) and ``reason``.  :meth:`text` is how every table, plot title and report prints it."""
 
     __slots__ = ("reason", "value")

@@ -1,4 +1,4 @@
-"""Options shared by several requests, declared once (issue 73, item 5): each a small frozen dataclass that a
+"""Options shared by several requests, declared once: each a small frozen dataclass that a
 request's sub-object inherits, so the option, its help, default, flags and limits exist in one place and every
 command and ``ct.`` function taking it reads the same declaration (:mod:`cogtestbed.request`).
 

@@ -1,6 +1,6 @@
-"""One registry pattern for everything other packages may add (issue 67): experiments
+"""One registry pattern for everything other packages may add: experiments
 (:mod:`cogtestbed.registry`), LLM backends (:mod:`cogtestbed.llm_adapters.clients.backends`) and plan kinds
-(:mod:`cogtestbed.validation.design.kinds`).
+(:mod:`cogtestbed.planning.kinds`).
 
 A :class:`Registry` holds three sources of named things, looked up in this order:
 

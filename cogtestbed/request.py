@@ -1,4 +1,4 @@
-"""A workflow's options, declared once (issue 51, item 2): typed request dataclasses from which the
+"""A workflow's options, declared once: typed request dataclasses from which the
 command line, the ``ct.`` function and the ``request`` block of the output JSON are derived.
 
 A request (``PlanRequest``, ``RunRequest``, ...) is a frozen dataclass of small sub-objects (target,

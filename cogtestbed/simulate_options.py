@@ -1,5 +1,5 @@
 """Every option of a simulation (``cogtestbed simulate``, :func:`cogtestbed.simulate`), declared once
-(issue 51, item 2): :class:`SimulateRequest` and its sub-objects, from which the command line's options
+: :class:`SimulateRequest` and its sub-objects, from which the command line's options
 and help panels and ``ct.simulate``'s keywords are made (:mod:`cogtestbed.request`).
 
 A type is what :func:`cogtestbed.simulate` accepts; ``cli_type`` what the command line parses.

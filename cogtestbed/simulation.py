@@ -178,7 +178,7 @@ def lapse_after_the_fact(env: TextEnv[Any, Any], sessions: Sessions, outcomes: O
     the step path also gives (the agent answers every step from the same pre-drawn uniforms).
     A lapsed step is played with :meth:`TextEnv.play_step`, which leaves the record ``step`` leaves
     but renders no next observation: nothing here reads one, and rendering can cost far more than
-    the step (magnitude draws and encodes PNG stimuli: docs/benchmarks.md, issue 54).
+    the step (magnitude draws and encodes PNG stimuli: docs/benchmarks.md).
     Returns new arrays (``outcomes`` is not modified).
     """
     out = _copied(outcomes)
@@ -419,7 +419,7 @@ def simulate_chunks(
 ) -> Iterator[pd.DataFrame]:
     """:func:`simulate`'s trial table in chunks of at most ``chunk`` subjects (default: about
     :data:`CHUNK_BYTES` of table each), in subject order: their concatenation is :func:`simulate`'s
-    table for the same arguments, row for row (issue 71), while memory holds one chunk at a time.
+    table for the same arguments, row for row, while memory holds one chunk at a time.
 
     Every draw is the one the all-at-once run gives the chunk's subjects: the agent's uniforms and the
     lapses are read from their streams' places (:mod:`cogtestbed.subject_draws`), as are the sessions

@@ -1,4 +1,4 @@
-"""Drawing a chunk of subjects' share of a seeded draw without drawing the others (issue 71).
+"""Drawing a chunk of subjects' share of a seeded draw without drawing the others.
 
 A simulation draws its sessions, its agent's uniforms and its lapses for all ``n`` subjects at once,
 each kind as one ``rng.random((n, ...))`` call after another, so subject ``i``'s numbers sit at known

@@ -97,7 +97,7 @@ def _arrow_table(frame: pd.DataFrame, schema: pa.Schema | None = None) -> pa.Tab
 def chunks_to_parquet(frames: Iterable[pd.DataFrame], where: str | os.PathLike[str],
                       on_chunk: Callable[[pd.DataFrame], None] | None = None) -> int:
     """Write ``frames`` (chunks of one table, in order) as one Parquet file, a row group or more each,
-    holding one chunk in memory at a time (issue 71); it reads back as :func:`table_to_parquet` of their
+    holding one chunk in memory at a time; it reads back as :func:`table_to_parquet` of their
     concatenation.  Later chunks take the first chunk's schema (a column that is all missing in a chunk
     keeps its type).  ``on_chunk`` sees each chunk before it is written.  Returns the rows written."""
     import pyarrow.parquet as pq
@@ -472,7 +472,7 @@ def _constant_category(value: str, n: int) -> pd.Categorical:
 
 
 # ----------------------------------------------------------------------------- manifests
-#: The packages whose exact versions determine a table, a fit or a plan (issue 37): recorded in every
+#: The packages whose exact versions determine a table, a fit or a plan: recorded in every
 #: artefact that records versions (trial manifests, run.json, plan.json, study summaries, posterior.nc).
 NUMERIC_PACKAGES = ("cogtestbed", "numpy", "scipy", "pandas", "numba", "pymc", "pytensor", "arviz",
                     "pyarrow", "gymnasium")

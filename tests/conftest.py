@@ -142,9 +142,9 @@ def never(*args: Any, **kwargs: Any) -> None:
 @pytest.fixture
 def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every plan's simulation replaced by :func:`never`: a test of a refusal fails where it simulates first."""
+    import cogtestbed.planning.kinds.forms.form_plan as form_plan
+    import cogtestbed.planning.plan as planner
     import cogtestbed.simulation as simulation
-    import cogtestbed.validation.design.form_plan as form_plan
-    import cogtestbed.validation.design.plan as planner
 
     monkeypatch.setattr(simulation, "simulate", never)
     monkeypatch.setattr(form_plan, "simulated_scales", never)

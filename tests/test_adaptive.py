@@ -208,7 +208,7 @@ def test_plan_adaptive_prices_both_arms_for_one_precision_target() -> None:
 
 
 def test_precision_trials_reads_the_share_within_the_halfwidth() -> None:
-    from cogtestbed.validation.design.adaptive import AdaptiveComparison, Curves, precision_trials
+    from cogtestbed.planning.kinds.adaptive.adaptive import AdaptiveComparison, Curves, precision_trials
 
     z = np.zeros((4, 3))
     mean = np.array([[1.0, 0.4, 0.1], [1.0, 1.0, 0.1], [0.0, 0.0, 0.0], [2.0, 0.2, 0.2]])

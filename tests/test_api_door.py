@@ -158,7 +158,7 @@ def test_add_budget_and_form_sd_text_refuse_numbers_outside_their_meaning() -> N
 
 
 def test_nan_in_a_study_spec_is_refused_not_written_as_null() -> None:
-    from cogtestbed.validation.studies.options import study_spec_of
+    from cogtestbed.studies.options import study_spec_of
 
     with pytest.raises(ct.InputError, match="effect"):
         study_spec_of(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",

@@ -119,7 +119,7 @@ def test_fit_and_fit_and_save_in_both_orders(tmp_path: Path) -> None:
 
 
 def test_form_study_in_both_orders(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cogtestbed.validation.studies.form_studies as form_studies
+    import cogtestbed.studies.form_studies as form_studies
 
     seen: list[Any] = []
     monkeypatch.setattr(form_studies, "run_form_study", lambda spec, reps, seed: seen.append(spec))

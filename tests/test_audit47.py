@@ -13,16 +13,17 @@ from scipy import stats
 from study_scripts import load_study
 from test_seqauto import brownian
 
-from cogtestbed.validation.design import fitcheck, seqauto
-from cogtestbed.validation.design.power_sims import Estimate
-from cogtestbed.validation.design.seqfair import (
+from cogtestbed.planning import fitcheck
+from cogtestbed.planning.kinds.power.power_sims import Estimate
+from cogtestbed.planning.kinds.power.sizetest import SizeTest, lower_bound
+from cogtestbed.planning.kinds.sequential import seqauto
+from cogtestbed.planning.kinds.sequential.seqfair import (
     saving_estimate,
     smoothed_comparator,
     type1_check,
     upper_bound,
 )
-from cogtestbed.validation.design.seqpaths import boundaries
-from cogtestbed.validation.design.sizetest import SizeTest, lower_bound
+from cogtestbed.planning.kinds.sequential.seqpaths import boundaries
 
 LEVEL, TARGET = 0.05, 0.80
 
@@ -58,7 +59,7 @@ def test_the_joint_saving_interval_resamples_null_and_effect_studies_and_adds_th
     22.5 units.  Against the nominal-α fixed plan the comparator is about 30 units; at the measured
     (lower) level it is larger, so that saving is larger; the joint interval, which also resamples
     the null studies and the level, is wider than the effect-only bootstrap's."""
-    from cogtestbed.validation.design.seqfair import joint_saving
+    from cogtestbed.planning.kinds.sequential.seqfair import joint_saving
 
     theta = (stats.norm.isf(0.025) + stats.norm.ppf(0.8)) / math.sqrt(30)
     eff, nul = brownian(2000, 45, theta, 11), brownian(4000, 45, 0.0, 12)

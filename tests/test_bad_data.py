@@ -194,9 +194,9 @@ def _recovery_table(n: int, rng: np.random.Generator) -> pd.DataFrame:
 def test_recovery_from_too_few_points_is_not_judged():
     from types import SimpleNamespace
 
-    from cogtestbed.validation.studies.driver import study_spec
-    from cogtestbed.validation.studies.summaries import MIN_RECOVERY_POINTS, recovery_summary
-    from cogtestbed.validation.studies.verdict import verdict
+    from cogtestbed.studies.driver import study_spec
+    from cogtestbed.studies.summaries import MIN_RECOVERY_POINTS, recovery_summary
+    from cogtestbed.studies.verdict import verdict
 
     spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw",), subjects=(1,), reps=2)
     two = recovery_summary(_recovery_table(2, np.random.default_rng(0)))
@@ -218,10 +218,10 @@ def test_recovery_from_too_few_points_is_not_judged():
 def test_power_at_effect_zero_is_a_two_sided_type_i_error_rate():
     from types import SimpleNamespace
 
-    from cogtestbed.validation.studies.driver import study_spec
-    from cogtestbed.validation.studies.model_studies import detected
-    from cogtestbed.validation.studies.summaries import power_summary
-    from cogtestbed.validation.studies.verdict import verdict
+    from cogtestbed.studies.driver import study_spec
+    from cogtestbed.studies.model_studies import detected
+    from cogtestbed.studies.summaries import power_summary
+    from cogtestbed.studies.verdict import verdict
 
     assert detected(0.01, -0.3, 0.0, 0.05) and detected(0.01, 0.3, 0.0, 0.05)  # either direction at 0
     assert not detected(0.01, -0.3, 0.2, 0.05)  # a wrong-sign rejection is not power

@@ -175,9 +175,9 @@ def test_batch_is_refused_in_one_line_where_it_cannot_run(tmp_path: Path, capsys
 
 
 def test_plan_prices_batch_mode_at_the_discount_and_shows_the_standard_price() -> None:
+    from cogtestbed.planning.plan_report import summary_line
+    from cogtestbed.planning.pricing import Pricer
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.plan_report import summary_line
-    from cogtestbed.validation.design.pricing import Pricer
 
     exp = get_experiment("two-step")
     design = exp.env_cls.design_cls(n_days=4)
@@ -200,6 +200,8 @@ def test_plan_prices_batch_mode_at_the_discount_and_shows_the_standard_price() -
 def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path, tiny_chat: Any) -> None:
     """Killed between the provider accepting a batch and the ``created`` line: ``--resume`` finds the
     batch by the wave's tag (OpenAI's batch metadata), collects it, and settles its ledger booking."""
+    from support.batch_emulator import BatchEmulator, serve_batches
+
     from cogtestbed.llm_adapters.clients.base import GenerateRequest
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.clients.prices import Price
@@ -208,7 +210,6 @@ def test_resume_finds_a_batch_created_before_its_id_was_recorded(tmp_path: Path,
     from cogtestbed.llm_adapters.middleware.cache import ResponseCache, cache_key
     from cogtestbed.llm_adapters.middleware.limits import Budget, read_ledger
     from cogtestbed.llm_adapters.runs.runner import _start_batches
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     emulator = BatchEmulator({"tiny-random-chat": tiny_chat}, polls=1)
     ledger = tmp_path / "spend.jsonl"
@@ -286,11 +287,12 @@ def _one_batched_answer(client: Any, tmp_path: Path, budget: Any) -> Any:
 def test_every_batch_api_request_is_counted_against_a_bounded_budget(tmp_path: Path, tiny_chat: Any) -> None:
     """Upload, create, polls and downloads are no model calls, but each is a service request of the budget
     (every one the emulator received, none uncounted), and the budget's bound stops the run before the next."""
+    from support.batch_emulator import BatchEmulator, serve_batches
+
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.clients.prices import Price
     from cogtestbed.llm_adapters.middleware.batch.client import BatchClient
     from cogtestbed.llm_adapters.middleware.limits import Budget, BudgetExhausted
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     emulator = BatchEmulator({"tiny-random-chat": tiny_chat}, polls=3)
     with serve_batches(emulator) as url:
@@ -328,7 +330,7 @@ def test_a_run_stopped_by_its_service_request_bound_exits_3_and_resumes(tmp_path
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """``run --batch --max-service-requests N``: the request beyond N is not sent, the run stops as a budget
     stop does (exit 3, run.json says why and counts them), and ``--resume`` collects the batch in flight."""
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
 
     study = load_study("batch_mode")
     (tmp_path / "prices.toml").write_text(study.PRICES)
@@ -360,8 +362,7 @@ def test_a_60_prompt_collider_batch_run_sends_one_batch(tmp_path: Path, monkeypa
     """Issue 48 item 2: no collider prompt depends on an answer, so all 60 (3 subjects x 20) go in one
     batch; the dry run says 1 turnaround; the play reads them as this run's calls, not cache hits."""
     import pandas as pd
-
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
 
     study = load_study("batch_mode")
     _batch_env(tmp_path, monkeypatch, study)
@@ -385,7 +386,7 @@ def test_a_2_subject_instrumental_batch_run_sends_one_batch_per_step(tmp_path: P
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """Each instrumental-learning prompt renders the previous answer's outcome: one batch per step, each
     holding both subjects' step; the dry run counts as many turnarounds and warns past a day."""
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
 
     study = load_study("batch_mode")
     _batch_env(tmp_path, monkeypatch, study)
@@ -426,8 +427,7 @@ def test_run_batch_against_a_server_without_a_batch_api_says_so(server: Any, tmp
 
 def test_the_emulator_lists_its_models(tiny_chat: Any) -> None:
     import httpx
-
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
 
     with serve_batches(BatchEmulator({"tiny-random-chat": tiny_chat})) as url:
         models = httpx.get(url + "/v1/models").json()

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 from study_scripts import load_study
-
-from cogtestbed.llm_adapters.servers.emulators.batch import BatchFault
+from support.batch_emulator import BatchFault
 
 #: Run in the default suite (each ~10 s); the rest are ``-m slow``.
 QUICK = ("failed", "gone", "conflicting duplicate answers", "corrupt line")
@@ -89,6 +88,8 @@ def test_resume_collects_a_batch_left_in_flight_whatever_its_end(tmp_path: Path,
     kept where there is one, the wave done (the replay asks what has no answer)."""
     import asyncio
 
+    from support.batch_emulator import BatchEmulator, serve_batches
+
     from cogtestbed.llm_adapters.clients.base import GenerateRequest
     from cogtestbed.llm_adapters.clients.openai_client import OpenAIClient
     from cogtestbed.llm_adapters.clients.prices import Price
@@ -96,7 +97,6 @@ def test_resume_collects_a_batch_left_in_flight_whatever_its_end(tmp_path: Path,
     from cogtestbed.llm_adapters.middleware.batch.record import BatchRecord, open_ledger_ids
     from cogtestbed.llm_adapters.middleware.cache import ResponseCache, cache_key
     from cogtestbed.llm_adapters.middleware.limits import Budget, read_ledger
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     fault, billed, at_worst, kept = RECOVERED[name]
     price = Price(1000.0, 2000.0)

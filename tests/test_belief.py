@@ -378,8 +378,8 @@ def test_cli_llm_run(tmp_path):
 
 def test_declared_power_study_sweeps_the_leak_with_the_test_alone():
     from cogtestbed.experiments.belief_coherence import SPEC
-    from cogtestbed.validation.studies.driver import declared_studies, run_declared_study
-    from cogtestbed.validation.studies.verdict import verdict
+    from cogtestbed.studies.driver import declared_studies, run_declared_study
+    from cogtestbed.studies.verdict import verdict
 
     (name, decl), = [(n, d) for n, d in declared_studies(SPEC) if d.kind == "test-power" and d.test == "t1_lr"]
     result = run_declared_study(SPEC, decl, reps=3, seed=0, design={**decl.design, "n_contexts": 100})
@@ -569,7 +569,7 @@ def test_loss_hierarchical_converges_on_a_small_design():
 
 def test_power_cli_passes_metric_options_to_the_test():
     """``power EXPERIMENT --test KEY --option t2_bins=K``: the K of a T2 power curve from the CLI."""
-    from cogtestbed.validation.studies.options import power_spec as _power_spec
+    from cogtestbed.studies.options import power_spec as _power_spec
 
     common = {"subjects": (10,), "runs": (1,), "trials": (50, 100), "design": {"n_reps": 2}, "reps": 4, "seed": 0,
               "level": 0.05, "method": "mle", "base": {}, "sd_between": 0.5, "params": {}, "draws": 10, "tune": 10,

@@ -13,8 +13,8 @@ import cogtestbed as ct
 from cogtestbed.errors import InputError
 from cogtestbed.metrics_result import MetricComparison
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import metric_studies as ms
-from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
+from cogtestbed.studies import metric_studies as ms
+from cogtestbed.studies.study_data import design_for_trials, simulate_runs
 
 EXP = get_experiment("belief-coherence")
 

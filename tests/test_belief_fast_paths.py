@@ -13,7 +13,7 @@ import cogtestbed as ct
 from cogtestbed.inference import belief as B
 from cogtestbed.inference.belief_table import BeliefTableError, canonical_table, paired_arrays, paired_rows
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
+from cogtestbed.studies.study_data import design_for_trials, simulate_runs
 
 EXP = get_experiment("belief-coherence")
 DESIGN = design_for_trials(EXP, None, {"n_contexts": 30, "n_reps": 3})

@@ -43,10 +43,10 @@ def test_the_idle_wall_is_the_serial_part_plus_the_workers_share() -> None:
 
 
 def test_a_plans_look_estimate_is_shared_among_its_workers() -> None:
+    from cogtestbed.planning.estimate import plan_look_line
+    from cogtestbed.planning.space import Point
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.estimate import plan_look_line
-    from cogtestbed.validation.design.space import Point
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.studies.study_kinds import study_spec
 
     bench = _bench()
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",

@@ -15,9 +15,9 @@ from cogtestbed.data.causal import import_rw17_human
 from cogtestbed.inference import causal_hierarchical as ch
 from cogtestbed.inference.causal import cbn_predictions
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.driver import study_spec
-from cogtestbed.validation.studies.study_data import simulate_model
-from cogtestbed.validation.studies.summaries import sbc_summary
+from cogtestbed.studies.driver import study_spec
+from cogtestbed.studies.study_data import simulate_model
+from cogtestbed.studies.summaries import sbc_summary
 
 
 def simulate_synthetic_humans(rng: np.random.Generator, n_subjects: int) -> pd.DataFrame:

@@ -13,7 +13,7 @@ import pytest
 
 from cogtestbed.data.causal import import_rw17_human
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.driver import declared_studies, run_declared_study, run_study, study_spec
+from cogtestbed.studies.driver import declared_studies, run_declared_study, run_study, study_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "studies"))
 import collider as collider_studies  # noqa: E402

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cogtestbed.conformance.suite import simulate_from_model
 from cogtestbed.inference import centring
 from cogtestbed.inference.hierarchical import kernel_pymc_model, sample_hierarchical_prior
 from cogtestbed.inference.hierarchical_op import pool_subject_arrays
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.conformance.suite import simulate_from_model
 
 
 def _table(experiment: str, model_name: str, subjects: int, seed: int, runs: int = 1, **design: object):

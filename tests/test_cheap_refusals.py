@@ -45,7 +45,7 @@ def test_design_population_and_pilot_are_refused_cold(tmp_path: Path) -> None:
 
 def test_the_loaded_experiment_gives_the_same_lines(tmp_path: Path, monkeypatch) -> None:
     """The refusals before the import are the ones the loaded experiment gives (the early check skipped)."""
-    import cogtestbed.validation.design.plan_kinds as plan_kinds
+    import cogtestbed.planning.plan_kinds as plan_kinds
 
     monkeypatch.setattr(plan_kinds, "check_before_import", lambda experiment, req: None)
     for argv, line in _requests(tmp_path)[:3]:

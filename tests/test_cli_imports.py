@@ -122,7 +122,7 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 #: the metrics and the models need none), hence gymnasium and pydantic (the designs), the simulation
 #: layer, rich (only JSON is printed) and Parquet's file layer (a CSV is read).
 NOT_ON_THE_FIT_PATH = ("statsmodels", "scipy.stats", "pandera",
-                       "cogtestbed.validation.studies.driver", "typer._adapters", "cogtestbed.environments",
+                       "cogtestbed.studies.driver", "typer._adapters", "cogtestbed.environments",
                        "cogtestbed.simulation", "gymnasium", "pydantic", "rich", "pyarrow.parquet")
 #: The one agent module a fitting call may import: the lapse kernels every model's likelihood uses.
 AGENT_MODULES_ALLOWED = ("cogtestbed.agents", "cogtestbed.lapse")

@@ -149,7 +149,7 @@ SMALL_DEMO = """
 import runpy
 
 import cogtestbed.api.demo_real as real
-from cogtestbed.validation.studies import driver
+from cogtestbed.studies import driver
 
 full_study_spec, full_run_study = driver.study_spec, driver.run_study
 SMALL = {"recovery": {"reps": 2, "subjects": (12,)}, "power": {"reps": 4, "subjects": (10, 20)}}

@@ -12,7 +12,7 @@ import pytest
 
 from cogtestbed.experiments.spec import StudyDecl
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.driver import StudyResult, declared_studies, run_declared_study
+from cogtestbed.studies.driver import StudyResult, declared_studies, run_declared_study
 
 pytestmark = pytest.mark.slow
 

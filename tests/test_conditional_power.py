@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from cogtestbed.inference.population import load_population
-from cogtestbed.validation.studies.conditional import conditional_on_sample, participants_reference
-from cogtestbed.validation.studies.study_kinds import study_spec
+from cogtestbed.studies.conditional import conditional_on_sample, participants_reference
+from cogtestbed.studies.study_kinds import study_spec
 
 
 def _spec(effect: float = 0.4, reps: int = 30, name: str = "optimism_bias"):

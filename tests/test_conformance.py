@@ -13,12 +13,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from cogtestbed.environments.base import ParseResult
-from cogtestbed.experiments.spec import MetricsSpec
-from cogtestbed.metrics_result import metrics_result, metrics_result_problems
-from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.suite import (
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.suite import (
     CHECKS,
     Check,
     ConformanceError,
@@ -31,6 +27,10 @@ from cogtestbed.validation.conformance.suite import (
     prompt_form_problems,
     run_check,
 )
+from cogtestbed.environments.base import ParseResult
+from cogtestbed.experiments.spec import MetricsSpec
+from cogtestbed.metrics_result import metrics_result, metrics_result_problems
+from cogtestbed.registry import experiment_names, get_experiment
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 #: Checks too long for the default suite (each declared study runs once: minutes per experiment);

@@ -14,8 +14,8 @@ from cold_cli import HEAVY, cold
 import cogtestbed as ct
 import cogtestbed.cli  # noqa: F401 - builds every command, and so lists every request's options
 from cogtestbed.bounds import Cost, check_bound
+from cogtestbed.planning.plan_options import PlanSequential
 from cogtestbed.request import Leaf, declared_requests, leaves
-from cogtestbed.validation.design.plan_options import PlanSequential
 
 MINI = "openai:gpt-4o-mini"
 RW_CLI = ["--model", "rw-pm", "--llm", MINI, "--effect", "optimism_bias=0.2"]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import cogtestbed.timings as timings
-from cogtestbed.validation.design.power_sims import count_worker_cpu, timed_chunk
+from cogtestbed.planning.kinds.power.power_sims import count_worker_cpu, timed_chunk
 
 
 def test_the_workers_cpu_in_other_processes_is_counted_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,7 +32,7 @@ def test_cpu_seconds_adds_the_workers_cpu_to_this_process(monkeypatch: pytest.Mo
 
 
 def test_a_chunk_reports_its_rows_its_cpu_and_its_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cogtestbed.validation.design.power_sims as power_sims
+    import cogtestbed.planning.kinds.power.power_sims as power_sims
 
     def busy(payload: str, tasks: list[dict[str, int]]) -> pd.DataFrame:
         total = sum(i * i for i in range(200_000))  # some CPU on this thread

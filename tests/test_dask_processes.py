@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tolerance import assert_frames_close
 
-from cogtestbed.validation.studies.driver import run_study, study_spec
+from cogtestbed.studies.driver import run_study, study_spec
 
 #: Seconds the scheduler file and the workers get to appear.
 START_TIMEOUT = 60.0

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import cogtestbed.api.demo_real as real
-import cogtestbed.validation.runs.real_model as real_model
+import cogtestbed.runs.real_model as real_model
 from cogtestbed.environments.forms import FormDesign
 from cogtestbed.registry import get_experiment, write_trials
 from cogtestbed.simulation import simulate

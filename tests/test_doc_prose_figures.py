@@ -312,7 +312,7 @@ def test_the_sequential_designs_arithmetic_and_settings_are_the_codes() -> None:
 
     from scipy.stats import norm
 
-    from cogtestbed.validation.design import seqplan
+    from cogtestbed.planning.kinds.sequential import seqplan
 
     text = _page("docs/plan.md")
     assert "a Pocock bound of 2.4 needs p ≤ 0.016, i.e. B ≥ 60;" in text

@@ -82,9 +82,9 @@ def test_a_point_prior_and_exact_percepts_are_limits() -> None:
 
 
 def test_every_experiment_simulates_at_its_declared_bounds() -> None:
-    from cogtestbed.validation.conformance.config import CheckConfig
-    from cogtestbed.validation.conformance.edge_checks import edge_values
-    from cogtestbed.validation.conformance.suite import check_bound_edges
+    from cogtestbed.conformance.config import CheckConfig
+    from cogtestbed.conformance.edge_checks import edge_values
+    from cogtestbed.conformance.suite import check_bound_edges
 
     assert edge_values(0.0, 1.0) == [0.0, 5e-324, 1.0, np.nextafter(1.0, 0.0)]
     check_bound_edges(get_experiment("horizon"), CheckConfig())
@@ -209,7 +209,7 @@ def test_tuple_design_fields_take_comma_lists_and_json_and_every_example_is_acce
     from cogtestbed.api.core import design_overrides as _design_overrides
     from cogtestbed.api.describe import describe_experiment
     from cogtestbed.registry import experiment_names
-    from cogtestbed.validation.studies.sizes import split_design
+    from cogtestbed.studies.sizes import split_design
 
     design_cls = get_experiment("collider").design_cls
     assert design_cls(**_design_overrides(["domains=economy,weather"])).domains == ("economy", "weather")

@@ -167,8 +167,8 @@ def test_list_json_shows_an_example_for_every_design_field(capsys) -> None:
 def test_the_importer_conformance_check_catches_an_importer_that_numbers_repeats_silently(tmp_path: Path) -> None:
     import dataclasses
 
+    from cogtestbed.conformance.edge_checks import importer_conflict_problems
     from cogtestbed.data.cogbench import import_probabilistic
-    from cogtestbed.validation.conformance.edge_checks import importer_conflict_problems
 
     imp = get_experiment("probabilistic-reasoning").importer("cogbench")
     assert importer_conflict_problems(imp, PROB / "gpt-4.csv", tmp_path / "a") == []

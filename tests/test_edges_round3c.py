@@ -7,10 +7,10 @@ import math
 
 import pytest
 
+from cogtestbed.conformance.table_checks import constant_answers
 from cogtestbed.no_data import degenerate_units
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.conformance.table_checks import constant_answers
 
 
 # ----------------------------------------------------------------------------- 3. belief's single-test path
@@ -45,7 +45,7 @@ def test_a_single_test_on_varied_answers_is_the_test_as_it_was(belief_tables) ->
 
 
 def test_a_null_test_is_untestable_in_a_study_not_a_crash(belief_tables) -> None:
-    from cogtestbed.validation.studies.metric_studies import test_outcome
+    from cogtestbed.studies.metric_studies import test_outcome
 
     spec, _, const = belief_tables
     result = spec.metrics.test_result("t2", const, **dict(spec.metrics.smoke_options))
@@ -189,7 +189,7 @@ def test_the_metrics_command_prints_the_progress_lines_on_stderr(tmp_path, monke
 
 
 def test_the_constant_answers_conformance_check_covers_hierarchical_fits() -> None:
-    from cogtestbed.validation.conformance.table_checks import hierarchical_constant_problems
+    from cogtestbed.conformance.table_checks import hierarchical_constant_problems
 
     model = get_experiment("instrumental-learning").model("rw-pm")
     one = _one_constant()

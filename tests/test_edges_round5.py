@@ -52,7 +52,7 @@ def every_file_text(root: Path) -> dict[str, str]:
 # --------------------------------------------------------------------------------- 1. the redaction
 @pytest.mark.parametrize("key", [KEY, "plainAlnumKey0123456789", "sk-proj-Ab3/De+Gh=Jk9"])
 def test_redact_removes_the_key_in_every_form_and_piece(key: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from cogtestbed.llm_adapters.servers.emulators.leaky import echo_forms
+    from support.leaky_server import echo_forms
 
     monkeypatch.setenv("SELF_HOSTED_API_KEY", key)
     forms = echo_forms(key)
@@ -70,8 +70,7 @@ def test_redact_removes_the_key_in_every_form_and_piece(key: str, monkeypatch: p
 
 def test_the_leaky_server_echoes_the_key_on_every_route(leaky) -> None:
     import httpx
-
-    from cogtestbed.llm_adapters.servers.emulators.leaky import echo_forms
+    from support.leaky_server import echo_forms
 
     url, _ = leaky
     asks = {"completions": {"model": "tiny-random", "prompt": "Hi", "max_tokens": 2},
@@ -103,9 +102,10 @@ def test_redact_leaves_plain_text_alone(monkeypatch: pytest.MonkeyPatch) -> None
 
 @pytest.fixture(scope="module")
 def leaky(tiny, tiny_chat):
-    """The local server behind :class:`~cogtestbed.llm_adapters.servers.emulators.leaky.EchoKey`: every
+    """The local server behind :class:`~support.leaky_server.EchoKey`: every
     answer, error body, fingerprint and header echoes the caller's key in every form."""
-    from cogtestbed.llm_adapters.servers.emulators.leaky import EchoKey
+    from support.leaky_server import EchoKey
+
     from cogtestbed.llm_adapters.servers.server import FaultInjector, create_app, serve_app
 
     faults = FaultInjector()
@@ -417,7 +417,7 @@ def test_json_depth_counts_without_recursion() -> None:
                                                   ("1000:100000", True), ("1000:90000", False)])
 def test_a_plans_assumed_reasoning_tokens_stay_within_the_row(assumed: str, refused: bool) -> None:
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.design.request import hidden_tokens
+    from cogtestbed.planning.request import hidden_tokens
 
     if not refused:
         assert hidden_tokens(["openai:gpt-4o", "openai:o3"], None, assumed, None).kinds["all"].calls == 0

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pytest
 
-from cogtestbed.validation.design.eprocess import first_crossing, log_capital, monitor_path, rescale
+from cogtestbed.planning.kinds.monitor.eprocess import first_crossing, log_capital, monitor_path, rescale
 
 
 @pytest.mark.parametrize("m", [0.3, 0.5])
@@ -69,7 +69,7 @@ def test_rescale_refuses_unbounded():
 
 
 def test_the_planned_bet_keeps_the_martingale_and_grows_faster_where_right():
-    from cogtestbed.validation.design.eprocess import planned_bet
+    from cogtestbed.planning.kinds.monitor.eprocess import planned_bet
 
     seqs = np.array(list(itertools.product([0.0, 1.0], repeat=8)))
     prob = np.prod(np.where(seqs == 1.0, 0.4, 0.6), axis=1)
@@ -86,7 +86,7 @@ def test_the_planned_bet_keeps_the_martingale_and_grows_faster_where_right():
 def test_kelly_bet_is_kellys_fraction_on_a_bernoulli_sample():
     # Kelly (1956): on a binary outcome with win probability p against a fair price m, the log-optimal
     # fraction is (p - m) / (m (1 - m)); our bet on y - m is exactly that
-    from cogtestbed.validation.design.eprocess import kelly_bet
+    from cogtestbed.planning.kinds.monitor.eprocess import kelly_bet
 
     y = np.r_[np.ones(70), np.zeros(30)]
     assert kelly_bet(y, 0.5) == pytest.approx((0.7 - 0.5) / 0.25, abs=1e-5)
@@ -136,7 +136,7 @@ def test_a_small_null_bias_breaks_a_kelly_sized_bet_and_the_null_interval_restor
 
 def test_the_symmetry_test_is_a_martingale_on_any_symmetric_law():
     # unbounded tails are fine: every sign pattern of 6 draws from {±0.1, ±5} (a symmetric law) enumerated
-    from cogtestbed.validation.design.eprocess import symmetric_unit
+    from cogtestbed.planning.kinds.monitor.eprocess import symmetric_unit
 
     vals = np.array([-5.0, -0.1, 0.1, 5.0])
     seqs = np.array(list(itertools.product(vals, repeat=6)))

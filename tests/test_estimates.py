@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _recovery_spec():
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.studies.driver import study_spec
 
     return study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(6, 12),
                       trials=(48, 96), reps=4, seed=1)
@@ -50,7 +50,7 @@ def test_a_precision_plan_estimates_a_batch_before_its_first_design(capsys) -> N
 def test_a_study_estimate_counts_the_tasks_it_times() -> None:
     """The estimate covers every task of the study on the workers asked for.  How close it comes
     to the real time is a timing, measured in ``benchmarks/bench_estimates.py`` (never in a test)."""
-    from cogtestbed.validation.design.estimate import study_estimate
+    from cogtestbed.planning.estimate import study_estimate
 
     est = study_estimate(_recovery_spec(), 1)
     assert est is not None and est.tasks == 16 and est.workers == 1
@@ -108,8 +108,8 @@ def test_the_timed_task_is_not_run_again() -> None:
     """The estimate's timed task is handed to the study (``done``): same table, every task counted once."""
     import pandas as pd
 
-    from cogtestbed.validation.design.estimate import study_estimate
-    from cogtestbed.validation.studies.driver import run_study, study_spec
+    from cogtestbed.planning.estimate import study_estimate
+    from cogtestbed.studies.driver import run_study, study_spec
 
     spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(4, 8),
                       trials=(48,), reps=2, seed=3)
@@ -124,9 +124,9 @@ def test_the_timed_task_is_not_run_again() -> None:
 
 def test_a_hierarchical_study_says_it_is_timing_a_task_before_the_compile(capsys, monkeypatch) -> None:
     """The timed task of a hierarchical study compiles its model first: a line says so before it."""
-    import cogtestbed.validation.design.estimate as estimate
+    import cogtestbed.planning.estimate as estimate
     from cogtestbed.api.studies import say_estimate
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.studies.driver import study_spec
 
     said: list[str] = []
     monkeypatch.setattr(estimate, "study_estimate", lambda spec, workers: said.append(capsys.readouterr().err))

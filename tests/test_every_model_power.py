@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from cogtestbed.cli import run_cli
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.suite import power_effect, small_design
 from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.suite import power_effect, small_design
-from cogtestbed.validation.studies.model_studies import scatter
+from cogtestbed.studies.model_studies import scatter
 
 MODELS = [(e, m) for e in experiment_names() for m in get_experiment(e).models]
 #: One model per experiment; revealed-belief's fixed design takes half a minute to plan: slow only.

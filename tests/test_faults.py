@@ -90,7 +90,7 @@ def test_memory_is_estimated_and_refused_up_front(capsys, tmp_path: Path) -> Non
 
 
 def test_unreachable_dask_fails_fast(capsys, tmp_path: Path, monkeypatch) -> None:
-    import cogtestbed.validation.studies.driver as studies
+    import cogtestbed.studies.driver as studies
 
     monkeypatch.setattr(studies, "DASK_CONNECT_TIMEOUT", 1.0)
     line = _fails_cleanly(["recover", "rw", "--subjects", "2", "--reps", "1", "--dask", "127.0.0.1:1",
@@ -172,7 +172,7 @@ def _raise_unknown(*args: object, **kwargs: object) -> pd.DataFrame:
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_worker_errors_are_one_line_with_any_workers(workers: str, capsys, tmp_path: Path, monkeypatch) -> None:
-    from cogtestbed.validation.studies import model_studies
+    from cogtestbed.studies import model_studies
 
     monkeypatch.setitem(model_studies.MODEL_TASKS, "recovery", _raise_unknown)
     line = _fails_cleanly(["recover", "rw", "--subjects", "2", "--reps", "4", "--workers", workers,
@@ -182,7 +182,7 @@ def test_worker_errors_are_one_line_with_any_workers(workers: str, capsys, tmp_p
 
 
 def test_a_dead_worker_is_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
-    from cogtestbed.validation.studies import model_studies
+    from cogtestbed.studies import model_studies
 
     parent, original = os.getpid(), model_studies.MODEL_TASKS["recovery"]
 
@@ -198,7 +198,7 @@ def test_a_dead_worker_is_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
 
 CHILD = textwrap.dedent("""
     import os, sys, time
-    from cogtestbed.validation.studies import model_studies
+    from cogtestbed.studies import model_studies
 
     PARENT, ORIGINAL = os.getpid(), model_studies.MODEL_TASKS["recovery"]
 
@@ -213,7 +213,7 @@ CHILD = textwrap.dedent("""
         from cogtestbed.cli import main
         main()
     else:
-        from cogtestbed.validation.studies.driver import StudySpec, run_study, study_spec
+        from cogtestbed.studies.driver import StudySpec, run_study, study_spec
         run_study(study_spec(kind="recovery", experiment="instrumental-learning", models=("rw",),
                             subjects=(2,), reps=4), workers=2)
 """)

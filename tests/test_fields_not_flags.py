@@ -50,7 +50,7 @@ def test_the_command_line_reads_its_flags(tmp_path: Path, capsys: pytest.Capture
 
 
 def test_no_declared_or_shipped_comparison_names_a_flag() -> None:
-    from cogtestbed.validation.design.capabilities import SHIPPED
+    from cogtestbed.planning.capabilities import SHIPPED
 
     for name in ct.experiments():
         for metric, how in ct.get_experiment(name).metrics.comparisons.items():

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cogtestbed.planning.fitcheck import population_effect, summarise
+from cogtestbed.planning.plan_report import recovery_warnings
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.fitcheck import population_effect, summarise
-from cogtestbed.validation.design.plan_report import recovery_warnings
-from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.studies.driver import study_spec
 
 
 def _spec(**extra: object) -> object:
@@ -45,7 +45,7 @@ def test_step_size_is_the_normal_step_in_sqrt_n_bounded_and_bracketed():
     (sqrt(N') = sqrt(N) (z_.025 + z_.8) / (z_.025 + Phi^-1(power))), at most x2 / x1/2, never onto or past
     a size that brackets the answer (a step past it bisects the bracket); no step within one binomial SE
     above the target."""
-    from cogtestbed.validation.design.fitcheck import step_size
+    from cogtestbed.planning.fitcheck import step_size
 
     def step(n: int, power: float, tried: dict[int, float] | None = None) -> int | None:
         return step_size(n, power, 20, 0.8, 0.05, tried or {n: power})
@@ -60,7 +60,7 @@ def test_step_size_is_the_normal_step_in_sqrt_n_bounded_and_bracketed():
     assert step(26, 1.0, {26: 1.0, 20: 0.5}) == 23  # x1/2 = 13 undershoots the failing 20: bisected
     assert step(20, 0.7, {20: 0.7, 21: 0.9}) is None  # adjacent failing and passing sizes: done
     assert step(3, 0.95, {3: 0.95}) is None and step(1990, 0.5, {1990: 0.5}) == 2000  # the limits 3 and 2000
-    from cogtestbed.validation.design.fitcheck import affordable_top
+    from cogtestbed.planning.fitcheck import affordable_top
 
     assert affordable_top(24, 0.48, 0.30) == 15 and affordable_top(24, 0.48, None) == 2000  # $0.02 a subject
     assert affordable_top(24, None, 0.30) == 2000 and affordable_top(24, 0.48, 0.01) == 3
@@ -71,8 +71,8 @@ def test_search_sizes_finds_the_smallest_size_reaching_the_target_on_a_known_pow
     share (rounded): from below, above and far below, the search ends at 29-31 within 3 steps."""
     from scipy import stats
 
-    from cogtestbed.validation.design.fitcheck import MAX_STEPS, choose_size, search_sizes
-    from cogtestbed.validation.design.power_sims import Estimate
+    from cogtestbed.planning.fitcheck import MAX_STEPS, choose_size, search_sizes
+    from cogtestbed.planning.kinds.power.power_sims import Estimate
 
     delta = (stats.norm.isf(0.025) + stats.norm.ppf(0.8)) / math.sqrt(30)
 
@@ -98,7 +98,7 @@ class _FakeHierarchical:
     def ensure(self, point: object, sims: int) -> object:
         from scipy import stats
 
-        from cogtestbed.validation.design.power_sims import Estimate
+        from cogtestbed.planning.kinds.power.power_sims import Estimate
 
         z = stats.norm.isf(0.025)
         p = stats.norm.cdf((z + stats.norm.ppf(0.8)) * math.sqrt(point.subjects / 12) - z)
@@ -120,7 +120,7 @@ def test_plan_fit_hierarchical_plans_the_hierarchical_choice_in_every_output(tmp
     (the MLE's beside them), the search's sizes and powers are in fit_check, the terminal, report.md
     and report.html (the fits themselves stubbed here; a real one: the slow test below)."""
     import cogtestbed as ct
-    import cogtestbed.validation.design.fitcheck as fitcheck
+    import cogtestbed.planning.fitcheck as fitcheck
 
     monkeypatch.setattr(fitcheck, "PowerEvaluator", _FakeHierarchical, raising=True)
     result = ct.plan("instrumental-learning", llm="openai:gpt-4o-mini", model="rw-pm", effect="optimism_bias=0.6",

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from cogtestbed.environments.forms import FormDesign, FormError
-from cogtestbed.validation.design.form_plan import (
+from cogtestbed.planning.kinds.forms.form_plan import (
     EffectScales,
     forms_power,
     naive_subjects,
@@ -16,7 +16,7 @@ from cogtestbed.validation.design.form_plan import (
     plan_forms,
     plan_forms_study,
 )
-from cogtestbed.validation.studies.form_studies import form_study_spec
+from cogtestbed.studies.form_studies import form_study_spec
 
 
 @pytest.mark.parametrize(("k", "n"), [(4, 10), (3, 50), (8, 5)])
@@ -103,8 +103,8 @@ def test_pilot_problems_say_when_a_pilot_does_not_identify_the_form_sd() -> None
     """Estimates at a bound in half the pilot or more, or τ = 0, make the pilot's τ no estimate."""
     import pandas as pd
 
+    from cogtestbed.planning.kinds.forms.form_plan import pilot_problems
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.form_plan import pilot_problems
 
     model = get_experiment("instrumental-learning").model("rw-pm")
     spec = form_study_spec("instrumental-learning", "rw-pm", FormDesign(tuple(range(4)), {}), 8,
@@ -157,8 +157,8 @@ def test_a_simulated_forms_plan_computes_its_power_at_the_effect_the_test_sees(m
     """The per-subject MLE of RW±'s optimism bias is shrunk toward 0 (0.2 asked, about 0.17 estimated at 96
     trials): a simulated forms plan computes its power at the simulated estimates' mean, not at the asked δ,
     and says both."""
-    from cogtestbed.validation.design import form_plan
-    from cogtestbed.validation.design.plan_text import forms_lines
+    from cogtestbed.planning.kinds.forms import form_plan
+    from cogtestbed.planning.plan_text import forms_lines
 
     scales = form_plan.EffectScales(0.233, 0.0359, "simulated", estimand=0.17, estimand_mc_se=0.01)
     monkeypatch.setattr(form_plan, "simulated_scales", lambda spec, seed: scales)

@@ -14,7 +14,7 @@ from cogtestbed.cli import app
 from cogtestbed.cli.app import USER_ERRORS
 from cogtestbed.environments.forms import FormDesign
 from cogtestbed.registry import read_trials
-from cogtestbed.validation.studies.form_studies import (
+from cogtestbed.studies.form_studies import (
     form_study_spec,
     null_bias,
     null_parameters,

@@ -19,11 +19,11 @@ from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 from cogtestbed.cli.app import USER_ERRORS
+from cogtestbed.conformance.table_checks import all_invalid, canonical_json, null_problems, permuted
 from cogtestbed.errors import one_line
 from cogtestbed.registry import get_experiment, write_trials
 from cogtestbed.schema import canonical_rows, list_parts
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.conformance.table_checks import all_invalid, canonical_json, null_problems, permuted
 
 runner = CliRunner()
 

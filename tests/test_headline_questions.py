@@ -76,7 +76,7 @@ def test_each_headline_plan_is_a_request_the_planner_takes(experiment: str, no_s
     timed at an injected hour, so a one-second limit refuses it before anything is simulated)."""
     import cogtestbed as ct
     from cogtestbed.cli import run_cli
-    from cogtestbed.validation.design import estimate
+    from cogtestbed.planning import estimate
 
     monkeypatch.setattr(estimate, "timed_simulation", lambda spec, smallest: (3600.0, 3600.0))
     for q in ct.get_experiment(experiment).headline_questions:

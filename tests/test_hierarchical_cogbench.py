@@ -19,7 +19,7 @@ import pytest
 
 from cogtestbed.inference.hierarchical import ConvergenceWarning, fit_hierarchical
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.study_data import simulate_runs
+from cogtestbed.studies.study_data import simulate_runs
 
 pytest.importorskip("nutpie")
 

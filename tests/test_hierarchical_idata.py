@@ -14,11 +14,11 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.api.core import get_experiment
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import model_names, simulate_from_model, small_design
 from cogtestbed.errors import InputError
 from cogtestbed.inference.hierarchical_idata import add_posterior_predictive, shape_idata
 from cogtestbed.inference.hierarchical_sampling import _add_constant_data  # noqa: PLC2701 - the fit's own step
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import model_names, simulate_from_model, small_design
 
 
 def _stored_like_nutpie(experiment: str, name: str) -> tuple[Any, Any, Any]:

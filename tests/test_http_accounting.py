@@ -107,7 +107,7 @@ def test_a_server_without_logprobs_is_found_before_any_subject(tmp_path: Path, m
 
 
 def test_a_plan_books_the_worst_of_exact_scoring_and_its_sampling_fallback() -> None:
-    from cogtestbed.validation.design.pricing import _sum_reports
+    from cogtestbed.planning.pricing import _sum_reports
 
     report = {"calls": 37, "prompt_tokens": 900, "max_completion_tokens": 40, "estimated_cost_usd": 3.3,
               "token_counts": "approximate",

@@ -117,6 +117,6 @@ def test_fit_takes_posterior_predictive_in_python_only() -> None:
 
     param = inspect.signature(ct.fit).parameters["posterior_predictive"]
     assert param.default is False
-    from cogtestbed.validation.studies.study_options import FitSampling
+    from cogtestbed.studies.study_options import FitSampling
 
     assert FitSampling().posterior_predictive is False

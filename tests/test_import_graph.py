@@ -8,8 +8,9 @@ speed is fine, but it must not go up or close a cycle) or under ``if TYPE_CHECKI
 import still ties the modules together).  The graph is read from the source with :mod:`ast`, so
 nothing is imported.  ``from pkg import mod`` is an edge to ``pkg.mod``; a package module named in a
 string (``importlib.import_module("cogtestbed.cli")``, a lazy ``"module:attr"``, a dispatch table's module
-name) is an edge too; the enclosing packages an
-import runs on its way (``cogtestbed/__init__.py``, ``validation/__init__.py``) are not edges: they
+name) is an edge too, and so is an entry point of ``pyproject.toml`` in a group the package loads (from the
+module naming the group to the entry's module); the enclosing packages an
+import runs on its way (``cogtestbed/__init__.py``, ``planning/__init__.py``) are not edges: they
 stay light, and every submodule import runs them.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import ast
 import functools
 import graphlib
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,7 +31,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cogtestbed"
 MODEL_SIDE = ("cogtestbed.inference", "cogtestbed.data", "cogtestbed.tables")
 
 #: The layer order, bottom first.  A module belongs to the layer of the longest prefix naming it
-#: (``cogtestbed.validation.studies`` before ``cogtestbed.validation``); it may import modules of
+#: (``cogtestbed.planning.kinds`` before ``cogtestbed.planning``); it may import modules of
 #: its own layer (acyclically) and of the layers below, never one above.  The package root
 #: (``cogtestbed``: the public API's lazy names) is the top.
 LAYERS: tuple[tuple[str, ...], ...] = (
@@ -39,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "cogtestbed.metrics_result", "cogtestbed.memory", "cogtestbed.progress", "cogtestbed.collector",
      "cogtestbed.redact", "cogtestbed.request", "cogtestbed.option_groups", "cogtestbed.interpreted",
      "cogtestbed.plugins", "cogtestbed.shims", "cogtestbed.subject_draws", "cogtestbed.bounds",
-     "cogtestbed.identified_sessions"),
+     "cogtestbed.identified_sessions", "cogtestbed.study_errors"),
     ("cogtestbed.trials",),
     ("cogtestbed.tables",),
     ("cogtestbed.environments",),
@@ -51,11 +53,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cogtestbed.simulation", "cogtestbed.simulate_options"),
     ("cogtestbed.identifiability",),  # a design's information, from the registry's models and the simulator
     ("cogtestbed.llm_adapters",),
-    ("cogtestbed.validation",),  # the package and its errors
-    ("cogtestbed.validation.studies",),
-    ("cogtestbed.validation.design",),
-    ("cogtestbed.validation.conformance",),
-    ("cogtestbed.validation.runs",),
+    ("cogtestbed.studies",),
+    ("cogtestbed.planning",),
+    ("cogtestbed.conformance",),
+    ("cogtestbed.runs",),
     ("cogtestbed.api",),  # the public functions (cogtestbed/__init__.py names them)
     ("cogtestbed.cli",),
     ("cogtestbed.extend",),
@@ -115,7 +116,36 @@ def import_graph(type_checking: bool = True) -> dict[str, set[str]]:
                 if target and target != name:
                     graph[name].add(target)
         graph[name] |= named_modules(tree, name, modules)
+    for loader, target in entry_point_edges(_entry_points(), modules):
+        graph[loader].add(target)
     return graph
+
+
+def _entry_points() -> dict[str, dict[str, str]]:
+    """The entry-point groups of the project's ``pyproject.toml`` (group -> name -> ``"module:attr"``)."""
+    pyproject = PACKAGE.parent / "pyproject.toml"
+    if not pyproject.exists():
+        return {}
+    with pyproject.open("rb") as fh:
+        project = tomllib.load(fh).get("project", {})
+    return dict(project.get("entry-points", {}))
+
+
+def entry_point_edges(groups: Mapping[str, Mapping[str, str]], modules: Mapping[str, Path],
+                      sources: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(loader, target) for each entry point of a group the package itself loads: the module that names the group
+    in a string (``Registry("cogtestbed.samplers", ...)``, ``entry_points(group=...)``) imports the entry's module
+    when it loads the group, an edge the ``import`` statements hide."""
+    sources = sources if sources is not None else {m: p.read_text(encoding="utf-8") for m, p in modules.items()}
+    out = []
+    for group, entries in groups.items():
+        loaders = [m for m, text in sources.items() if f'"{group}"' in text]
+        for value in entries.values():
+            target = value.partition(":")[0].strip()
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            out += [(loader, target) for loader in loaders if target and target != loader]
+    return sorted(set(out))
 
 
 def named_modules(tree: ast.AST, module: str, modules: Mapping[str, Path]) -> set[str]:
@@ -169,6 +199,16 @@ def test_a_module_named_in_a_string_is_an_edge() -> None:
         {"cogtestbed.llm_adapters.servers.server": named})
 
 
+def test_an_entry_point_is_an_edge() -> None:
+    """A group the package loads ties its loader to each entry's module: an upward one is found."""
+    modules = _module_names()
+    sources = {"cogtestbed.plugins": 'SAMPLERS = Registry("cogtestbed.samplers")', "cogtestbed.cli": ""}
+    edges = entry_point_edges({"cogtestbed.samplers": {"gibbs": "cogtestbed.cli:GIBBS"},
+                               "other.group": {"x": "cogtestbed.errors:X"}}, modules, sources)
+    assert edges == [("cogtestbed.plugins", "cogtestbed.cli")]
+    assert upward_imports({"cogtestbed.plugins": {"cogtestbed.cli"}}) == [("cogtestbed.plugins", "cogtestbed.cli")]
+
+
 def test_each_module_imports_only_those_below_it() -> None:
     """No import from a lower layer up (function-level and ``TYPE_CHECKING`` ones included)."""
     assert upward_imports(import_graph()) == []
@@ -178,7 +218,7 @@ def test_an_upward_import_is_found() -> None:
     """The layer check can fail: a model taking the metrics result from the spec goes up."""
     graph = {"cogtestbed.inference.bart": {"cogtestbed.experiments.spec", "cogtestbed.metrics_result"}}
     assert upward_imports(graph) == [("cogtestbed.inference.bart", "cogtestbed.experiments.spec")]
-    assert layer_of("cogtestbed.validation.studies.driver") > layer_of("cogtestbed.validation.errors")
+    assert layer_of("cogtestbed.studies.driver") > layer_of("cogtestbed.study_errors")
 
 
 def test_no_import_cycle_among_package_modules() -> None:

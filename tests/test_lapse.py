@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cogtestbed.conformance.harness import table_bytes
 from cogtestbed.lapse import INVALID, NORMAL, RANDOM, Lapse, draw_lapses, lapse_rng, random_choice
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.conformance.harness import table_bytes
 
 RWPM = {"alpha_pos": 0.4, "alpha_neg": 0.2, "beta": 50.0}
 

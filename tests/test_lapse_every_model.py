@@ -9,12 +9,12 @@ import math
 import numpy as np
 import pytest
 
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import model_data, small_design
 from cogtestbed.inference.base import with_lapse
 from cogtestbed.lapse import INVALID, RANDOM, Lapse, draw_lapses, lapse_rng
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import model_data, small_design
 
 
 def test_declared_random_answer_densities() -> None:

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from pymc_checks import pymc_logp_and_nll
 
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.harness import small_design
+from cogtestbed.conformance.likelihood_checks import finite_difference_grad, likelihood_points
 from cogtestbed.inference.base import LAPSE, lapse_option, with_lapse
 from cogtestbed.lapse import Lapse
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import as_sessions, simulate
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.harness import small_design
-from cogtestbed.validation.conformance.likelihood_checks import finite_difference_grad, likelihood_points
 
 EXP = get_experiment("instrumental-learning")
 RWPM = {"alpha_pos": 0.5, "alpha_neg": 0.2, "beta": 5.0}
@@ -95,7 +95,7 @@ def test_lapse_rate_is_recovered() -> None:
 def test_recovery_study_fits_the_lapse_term() -> None:
     """A declared-style recovery with simulated lapses and a fitted ε: the spec round-trips through
     JSON (as workers receive it) and ε is scored against the simulated random-answer rate."""
-    from cogtestbed.validation.studies.driver import load_study, run_study, study_spec
+    from cogtestbed.studies.driver import load_study, run_study, study_spec
 
     spec = study_spec(kind="recovery", experiment="instrumental-learning", models=("rw-pm",), subjects=(3,),
                      reps=1, seed=2, sampler="uniform", lapse=Lapse(0.08, 0.05), lapse_fit="fit")

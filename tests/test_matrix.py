@@ -86,7 +86,7 @@ def test_a_plain_value_error_in_a_study_task_counts_as_a_traceback(monkeypatch: 
     """A study shows a worker's ValueError as one line (StudyInputError), but only a typed error is a
     refusal: an untyped one is a bug the matrix counts (StudyInputError.typed)."""
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.studies import model_studies
+    from cogtestbed.studies import model_studies
 
     case = Case("instrumental-learning", "recover", "rw", "default", 5, subjects=1, trials=8)
 

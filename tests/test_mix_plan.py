@@ -1,4 +1,4 @@
-"""Prediction-powered mix plans (``plan --mix``, cogtestbed.validation.design.mix): the plan's arithmetic on
+"""Prediction-powered mix plans (``plan --mix``, cogtestbed.planning.kinds.mix.mix): the plan's arithmetic on
 known correlations, the PPI interval's coverage on simulated data, and the refusals."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design import mix
+from cogtestbed.planning.kinds.mix import mix
 
 SPEKTOR = Path(__file__).resolve().parents[2] / "shared/data/psych201/spektor2024lossaversion/prompts.jsonl.zip"
 
@@ -296,7 +296,7 @@ def test_llm_predictions_score_each_twin_trial_on_the_local_server(tmp_path, ser
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.llm_adapters.clients.backends import make_client
     from cogtestbed.llm_adapters.clients.prices import Price
-    from cogtestbed.validation.design import mix_llm
+    from cogtestbed.planning.kinds.mix import mix_llm
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))

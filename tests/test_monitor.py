@@ -4,6 +4,8 @@ design at equal power; its validity rests on the statistic's declared bounds, ch
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,9 +13,12 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.cli import run_cli
-from cogtestbed.validation.design.monitor_kind import design_table, operate, statistic_bounds, studies
-from cogtestbed.validation.design.plan_kinds import choose_kind
-from cogtestbed.validation.design.plan_options import PlanRequest, PlanSequential, PlanTarget
+from cogtestbed.planning.kinds.monitor.monitor_kind import design_table, operate, statistic_bounds, studies
+from cogtestbed.planning.plan_kinds import choose_kind
+from cogtestbed.planning.plan_options import PlanRequest, PlanSequential, PlanTarget
+
+#: The monitor's validation study (its questions) lives with the studies, outside the wheel.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "studies"))
 
 LLM = "openai:gpt-4o-mini"
 
@@ -24,8 +29,8 @@ def _never(*args: Any, **kwargs: Any) -> Any:
 
 @pytest.fixture
 def no_simulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    import cogtestbed.planning.plan as planner
     import cogtestbed.simulation as simulation
-    import cogtestbed.validation.design.plan as planner
 
     monkeypatch.setattr(simulation, "simulate", _never)
     monkeypatch.setattr(planner.Planner, "plan", _never)
@@ -123,7 +128,7 @@ def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
 
 
 def test_the_test_is_chosen_from_the_simulation_before_any_data() -> None:
-    from cogtestbed.validation.design.monitor_kind import choose_test
+    from cogtestbed.planning.kinds.monitor.monitor_kind import choose_test
 
     rng = np.random.default_rng(7)
     # one LLM: an estimator biased by +0.03 under the null -> the null interval covers the bias
@@ -140,7 +145,7 @@ def test_the_test_is_chosen_from_the_simulation_before_any_data() -> None:
 
 
 def test_per_unit_values_are_alignedunit_array_id() -> None:
-    from cogtestbed.validation.design.monitor_kind import unit_array
+    from cogtestbed.planning.kinds.monitor.monitor_kind import unit_array
 
     rows = [{"run": 2, "score": 7.0}, {"run": 0, "score": 9.0}, {"run": 1, "score": None}, {"run": 5, "score": 1.0}]
     np.testing.assert_array_equal(unit_array(rows, "score", 4), [9.0, np.nan, 7.0, np.nan])
@@ -178,10 +183,10 @@ def _tagged_parts(spec: Any, trials: Any, runs: int, n: int, seed: int, effect: 
 def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Item 1 of issue 74: the rule (bet, half-width, cap, group-sequential bounds) is chosen on one pair of pools,
     every printed figure measured on another, of other seed streams."""
-    import cogtestbed.validation.design.monitor_gs as gs_module
-    import cogtestbed.validation.design.monitor_kind as kind
-    import cogtestbed.validation.design.monitor_pools as pools
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    import cogtestbed.planning.kinds.monitor.monitor_gs as gs_module
+    import cogtestbed.planning.kinds.monitor.monitor_kind as kind
+    import cogtestbed.planning.kinds.monitor.monitor_pools as pools
+    from cogtestbed.studies.study_kinds import study_spec
 
     monkeypatch.setattr(pools, "hypothesis_parts", _tagged_parts)
     seen: dict[str, Any] = {}
@@ -238,9 +243,9 @@ def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monke
 def test_two_llm_comparisons_get_the_three_designs(monkeypatch: pytest.MonkeyPatch, question: str) -> None:
     """Item 2: a two-LLM comparison (a parameter difference, a metric difference) is planned fixed, group-sequential
     (Lan-DeMets O'Brien-Fleming, calibrated on the choosing pools' nulls) and monitored, side by side."""
-    import cogtestbed.validation.design.monitor_kind as kind
-    import cogtestbed.validation.design.monitor_pools as pools
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    import cogtestbed.planning.kinds.monitor.monitor_kind as kind
+    import cogtestbed.planning.kinds.monitor.monitor_pools as pools
+    from cogtestbed.studies.study_kinds import study_spec
 
     def metric_parts(spec: Any, trials: Any, n: int, seed: int, effect: bool) -> np.ndarray:
         # a metric on its own, unbounded-looking scale
@@ -271,7 +276,7 @@ def test_two_llm_comparisons_get_the_three_designs(monkeypatch: pytest.MonkeyPat
 def test_the_declared_questions_come_from_the_contracts() -> None:
     """Item 3: the benchmark's questions are the experiments' declared power and metric-power studies, each with
     the property its monitor needs, or the reason none is valid (an unbounded statistic, a pooled metric)."""
-    from cogtestbed.validation.design.monitor_questions import declared_questions
+    from monitor_questions import declared_questions
 
     il = declared_questions(ct.get_experiment("instrumental-learning"), (1, 2))
     assert [(q.spec.groups if q.spec.kind == "power" else q.spec.metric) for q in il] == [1, 2, "optimism_bias"]
@@ -285,9 +290,10 @@ def test_the_declared_questions_come_from_the_contracts() -> None:
 
 
 def test_a_question_is_sized_and_measured_from_pools(monkeypatch: pytest.MonkeyPatch) -> None:
-    import cogtestbed.validation.design.monitor_pools as pools
-    from cogtestbed.validation.design.monitor_questions import validate_question
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from monitor_questions import validate_question
+
+    import cogtestbed.planning.kinds.monitor.monitor_pools as pools
+    from cogtestbed.studies.study_kinds import study_spec
 
     monkeypatch.setattr(pools, "hypothesis_parts", _tagged_parts)
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 
 from cogtestbed.errors import InputError
-from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.monitor_lr import (
+from cogtestbed.planning.kinds.monitor.monitor_lr import (
     alt_nodes,
     grid_log_e,
     nuisance_pool,
@@ -24,8 +23,9 @@ from cogtestbed.validation.design.monitor_lr import (
     refined_null,
     study_crossing,
 )
-from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
-from cogtestbed.validation.studies.model_studies import power_parameters
+from cogtestbed.registry import get_experiment
+from cogtestbed.studies.driver import declared_studies, spec_from_decl
+from cogtestbed.studies.model_studies import power_parameters
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cogtestbed.validation.design.monitor_kind import NOT_OFFERED, design_table
+from cogtestbed.planning.kinds.monitor.monitor_kind import NOT_OFFERED, design_table
 
 CHOSEN = {"subjects": 26, "dollars": 0.27, "power": 0.82, "mc_se": 0.03}
 

@@ -17,10 +17,10 @@ LLMS = ("hf:tiny-random", "hf:tiny-random-chat")
 
 
 def _plan(path: Path, cap: int, **extra: Any) -> Path:
+    from cogtestbed.planning.kinds.monitor.monitor_file import sealed
+    from cogtestbed.planning.plan_report import PLAN_VERSION
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_file import sealed
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment("instrumental-learning")
     monitor = sealed({"experiment": exp.name, "model": "rw-pm", "effect": "optimism_bias", "scale": "natural",
@@ -41,7 +41,7 @@ def shifted(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each pair's difference as if LLM 2's optimism bias were 0.6 above LLM 1's (tiny random models answer
     nothing valid; the calls, the records, the stop and the replay are the real ones).  It reads both
     tables, so a pair exists only once both LLMs played that session."""
-    import cogtestbed.validation.runs.monitor_run as monitor_run
+    import cogtestbed.runs.monitor_run as monitor_run
 
     def difference(exp: Any, design: Any, tables: Any, unit: int) -> float:
         assert all((t["subject"] == unit).any() for t in tables)
@@ -115,10 +115,10 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     import subprocess
     import sys
 
+    from cogtestbed.planning.kinds.monitor.monitor_file import sealed
+    from cogtestbed.planning.plan_report import PLAN_VERSION
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_file import sealed
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     url, _ = server
     exp = get_experiment("temporal-discounting")
@@ -151,10 +151,10 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     ("temporal-discounting", "metric-power", 1), ("instrumental-learning", "power", 2),
     ("instrumental-learning", "power", 1)])
 def test_a_planned_monitor_is_written_for_the_run_that_executes_it(experiment, kind, groups):
+    from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor, monitor_digest
+    from cogtestbed.planning.kinds.monitor.monitor_kind import run_settings
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_file import checked_monitor, monitor_digest
-    from cogtestbed.validation.design.monitor_kind import run_settings
-    from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
+    from cogtestbed.studies.driver import declared_studies, spec_from_decl
 
     exp = get_experiment(experiment)
     decl = next(d for _, d in declared_studies(exp) if d.kind == kind)

@@ -12,8 +12,8 @@ import pytest
 
 from cogtestbed.cli import run_cli
 from cogtestbed.errors import InputError
-from cogtestbed.validation.design.monitor_file import checked_monitor, monitor_digest, sealed
-from cogtestbed.validation.runs.monitor_run import steps
+from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor, monitor_digest, sealed
+from cogtestbed.runs.monitor_run import steps
 
 DESIGN = {"experiment": "instrumental-learning", "model": "rw-pm", "effect": "optimism_bias", "scale": "natural",
           "null_value": 0.0, "lapse_fit": None, "bounds": [-1.0, 1.0], "level": 0.05, "cap": 6,
@@ -23,9 +23,9 @@ NOWHERE = "http://127.0.0.1:9/v1"
 
 
 def _plan(path: Path, monitor: dict[str, Any]) -> Path:
+    from cogtestbed.planning.plan_report import PLAN_VERSION
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment("instrumental-learning")
     run = {"experiment": exp.name, "llms": ["openai:tiny-random"], "subjects": 6, "seed": 0,

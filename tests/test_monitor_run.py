@@ -16,10 +16,10 @@ from cogtestbed.cli import run_cli
 
 def _plan(path: Path, cap: int, null_value: float, bounds: tuple[float, float],
           extra: dict[str, Any] | None = None) -> Path:
+    from cogtestbed.planning.kinds.monitor.monitor_file import sealed
+    from cogtestbed.planning.plan_report import PLAN_VERSION
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.monitor_file import sealed
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment("instrumental-learning")
     monitor = sealed({"experiment": exp.name, "model": "rw-pm", "effect": "optimism_bias", "scale": "natural",
@@ -60,7 +60,7 @@ def test_monitored_run_with_no_evidence_stops_at_the_cap(tmp_path, server, env, 
 def test_monitored_run_stops_at_the_boundary_and_looks_reproduces_it(tmp_path, server, env, capsys, monkeypatch):
     import pandas as pd
 
-    import cogtestbed.validation.runs.monitor_run as monitor_run
+    import cogtestbed.runs.monitor_run as monitor_run
 
     url, _ = server
     fit = monitor_run.subject_values
@@ -112,7 +112,7 @@ def test_kill9_then_resume_continues_the_same_path(tmp_path, server, env):
 
 def test_steps_decide_and_a_torn_last_line_is_dropped(tmp_path):
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.runs.monitor_run import recorded_steps, steps
+    from cogtestbed.runs.monitor_run import recorded_steps, steps
 
     design = {"bounds": [-0.2, 1.0], "level": 0.05, "cap": 12, "planned_bet": None}
     rising = steps(design, [0.6] * 12)

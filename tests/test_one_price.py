@@ -11,10 +11,10 @@ import pytest
 
 from cogtestbed.api.run import estimate_run, planned_request
 from cogtestbed.llm_adapters.runs.hidden_tokens import HiddenTokens, KindTokens, from_assumption, local_endpoint
+from cogtestbed.planning.plan_report import PLAN_VERSION, run_block
+from cogtestbed.planning.pricing import Pricer, cost_range_line, tokens_source
 from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.design.plan_report import PLAN_VERSION, run_block
-from cogtestbed.validation.design.pricing import Pricer, cost_range_line, tokens_source
-from cogtestbed.validation.studies.study_data import design_for_trials
+from cogtestbed.studies.study_data import design_for_trials
 
 #: A small design of every experiment (its own smallest sizes where the default is long to render).
 SMALL = {"belief-coherence": {"n_contexts": 2, "n_reps": 1},

@@ -18,8 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "cogtestbed"
 def _registries() -> dict[str, Registry]:  # type: ignore[type-arg]
     from cogtestbed.inference.hierarchical_sampling import SAMPLERS
     from cogtestbed.llm_adapters.clients.backends import BACKENDS
+    from cogtestbed.planning.plan_kinds import PLAN_KINDS
     from cogtestbed.registry import EXPERIMENTS
-    from cogtestbed.validation.design.plan_kinds import PLAN_KINDS
 
     return {"experiments": EXPERIMENTS, "backends": BACKENDS, "samplers": SAMPLERS, "plan kinds": PLAN_KINDS}
 

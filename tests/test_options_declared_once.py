@@ -36,19 +36,19 @@ NOT_CONVERTED_API: set[str] = set()
 NOT_OPTIONS = {"say", "watch", "on_subject_done"}
 #: The converted commands: command name -> (its request classes, its ``ct.`` function or None).
 CONVERTED: dict[str, tuple[tuple[str, ...], str | None]] = {
-    "plan": (("cogtestbed.validation.design.plan_options:PlanRequest", "cogtestbed.cli.plan:PlanOutput"), "plan"),
-    "run": (("cogtestbed.validation.runs.run_options:RunRequest",), "run"),
-    "recover": (("cogtestbed.validation.studies.study_options:RecoverRequest",), "recover"),
-    "model-recovery": (("cogtestbed.validation.studies.study_options:ModelRecoveryRequest",), "model_recovery"),
-    "sbc": (("cogtestbed.validation.studies.study_options:SbcRequest",), "sbc"),
-    "power": (("cogtestbed.validation.studies.study_options:PowerRequest",), "power"),
-    "metric-validity": (("cogtestbed.validation.studies.study_options:MetricValidityRequest",), "metric_validity"),
-    "validity": (("cogtestbed.validation.studies.study_options:MetricValidityRequest",), "metric_validity"),
-    "study": (("cogtestbed.validation.studies.study_options:DeclaredStudyRequest",), "study"),
-    "fit": (("cogtestbed.validation.studies.study_options:FitRequest",), "fit_and_save"),
+    "plan": (("cogtestbed.planning.plan_options:PlanRequest", "cogtestbed.cli.plan:PlanOutput"), "plan"),
+    "run": (("cogtestbed.runs.run_options:RunRequest",), "run"),
+    "recover": (("cogtestbed.studies.study_options:RecoverRequest",), "recover"),
+    "model-recovery": (("cogtestbed.studies.study_options:ModelRecoveryRequest",), "model_recovery"),
+    "sbc": (("cogtestbed.studies.study_options:SbcRequest",), "sbc"),
+    "power": (("cogtestbed.studies.study_options:PowerRequest",), "power"),
+    "metric-validity": (("cogtestbed.studies.study_options:MetricValidityRequest",), "metric_validity"),
+    "validity": (("cogtestbed.studies.study_options:MetricValidityRequest",), "metric_validity"),
+    "study": (("cogtestbed.studies.study_options:DeclaredStudyRequest",), "study"),
+    "fit": (("cogtestbed.studies.study_options:FitRequest",), "fit_and_save"),
     "simulate": (("cogtestbed.simulate_options:SimulateRequest",), "simulate"),
-    "phenotype": (("cogtestbed.validation.runs.phenotype_options:PhenotypeRequest",), "phenotype"),
-    "population build": (("cogtestbed.validation.studies.population_options:BuildPopulationRequest",),
+    "phenotype": (("cogtestbed.runs.phenotype_options:PhenotypeRequest",), "phenotype"),
+    "population build": (("cogtestbed.studies.population_options:BuildPopulationRequest",),
                          "build_population"),
     # the command line's side only (no ct. function with options)
     "list": (("cogtestbed.cli.listing:ListRequest",), None),
@@ -165,7 +165,7 @@ def test_names_are_unique_and_every_field_is_declared() -> None:
 
 
 def test_a_request_is_built_from_flat_keywords_and_recorded_in_json(tmp_path: Path) -> None:
-    from cogtestbed.validation.design.plan_options import PlanRequest
+    from cogtestbed.planning.plan_options import PlanRequest
 
     req = build(PlanRequest, {"experiment": "instrumental-learning", "llm": ["a:b", "c:d"], "effect": {"x": 0.2},
                               "subjects": (10, 80), "pilot": tmp_path, "looks": 3, "seed": 7})
@@ -202,7 +202,7 @@ def test_ct_run_takes_every_keyword_it_took_before() -> None:
 def test_ct_plan_takes_every_keyword_it_took_before() -> None:
     """Every keyword of ``ct.plan`` before its options were derived (issue 51) is still taken, as the flat
     shortcut that builds the same request as its typed groups (issue 67: at most 15 parameters)."""
-    from cogtestbed.validation.design.plan_options import PlanRequest
+    from cogtestbed.planning.plan_options import PlanRequest
 
     before = {"llm", "model", "effect", "metric", "compare", "test", "agent", "precision", "assurance", "power",
               "level", "subjects", "runs", "trials", "design", "base", "sd_between", "params", "prices",
@@ -260,7 +260,7 @@ def test_a_converted_function_keeps_its_keywords(name: str) -> None:
 def test_a_sub_object_may_take_another_default_in_one_request() -> None:
     """``method`` is declared once (``FitTerms``): ``ct.fit`` fits the MLE by default, ``cogtestbed fit``
     and ``ct.fit_and_save`` the hierarchical model."""
-    from cogtestbed.validation.studies.study_options import FitRequest, FitTableRequest
+    from cogtestbed.studies.study_options import FitRequest, FitTableRequest
 
     assert build(FitTableRequest, {}).terms.method == "mle"
     assert build(FitRequest, {"model": "m", "path": "p", "output": "o"}).terms.method == "hierarchical"
@@ -285,7 +285,7 @@ def test_population_build_and_build_population_share_one_request(tmp_path: Path,
     """``population build``'s TABLE is ``build_population``'s ``table_or_path``: one declaration
     (``BuildPopulationRequest``), the command line calling the function with its options."""
     from cogtestbed.cli import run_cli
-    from cogtestbed.validation.studies.population_options import BuildPopulationRequest
+    from cogtestbed.studies.population_options import BuildPopulationRequest
 
     params = inspect.signature(ct.build_population).parameters
     assert list(params)[:2] == ["experiment", "table_or_path"]
@@ -313,8 +313,8 @@ def test_plan_forms_takes_the_plans_forms_options(monkeypatch) -> None:  # type:
     of ``PlanRequest``), ``forms``, ``model`` and ``effect`` required; the command line plans forms through
     ``ct.plan`` (issue 67), passing every one of them in its groups."""
     from cogtestbed.cli import run_cli
+    from cogtestbed.planning.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
     from cogtestbed.request import flat
-    from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
 
     params = inspect.signature(ct.plan_forms).parameters
     assert set(params) == {"experiment", *PLAN_FORMS_OPTIONS}
@@ -338,7 +338,7 @@ def test_plan_forms_takes_the_plans_forms_options(monkeypatch) -> None:  # type:
 def test_form_study_and_plot_recovery_are_derived() -> None:
     """``ct.form_study`` takes the forms' options of ``recover``/``power --forms`` (``StudyForms``) and its own
     sizes, with their former defaults; ``ct.plot_recovery`` its two keywords."""
-    from cogtestbed.validation.studies.study_options import FORM_STUDY_OPTIONS
+    from cogtestbed.studies.study_options import FORM_STUDY_OPTIONS
 
     params = inspect.signature(ct.form_study).parameters
     assert set(params) == {"experiment", "model", *FORM_STUDY_OPTIONS}
@@ -409,8 +409,8 @@ def _every_request_leaf() -> list[tuple[str, object]]:
     import cogtestbed.api.studies  # noqa: F401 - FormStudyRequest, RecoveryPlotRequest
     from cogtestbed.api.workflow_options import HeldoutRequest
     from cogtestbed.request import declared_requests
-    from cogtestbed.validation.studies.population_options import PopulationFromFitRequest
-    from cogtestbed.validation.studies.study_options import FitTableRequest, FormStudyRequest
+    from cogtestbed.studies.population_options import PopulationFromFitRequest
+    from cogtestbed.studies.study_options import FitTableRequest, FormStudyRequest
 
     typer.main.get_command(app)  # every command's requests listed
     classes = {*declared_requests(), *(_load(c) for cs, _ in CONVERTED.values() for c in cs), HeldoutRequest,
@@ -437,8 +437,8 @@ def test_a_variant_presents_the_one_declaration() -> None:
     from cogtestbed.cli.demo import DemoRequest
     from cogtestbed.option_groups import Seed
     from cogtestbed.request import variant
-    from cogtestbed.validation.studies.population_options import BuildPopulationRequest
-    from cogtestbed.validation.studies.study_options import RecoverRequest
+    from cogtestbed.studies.population_options import BuildPopulationRequest
+    from cogtestbed.studies.study_options import RecoverRequest
 
     demo = {leaf.name: leaf for leaf in leaves(DemoRequest)}["seed"]
     build_seed = {leaf.name: leaf for leaf in leaves(BuildPopulationRequest)}["seed"]
@@ -459,7 +459,7 @@ def test_an_option_named_apart_keeps_its_keyword_flag_and_record(tmp_path: Path)
     each meaning has its own field (``subject_grid``, ``subject_count``, ``sizes.subjects``) and keeps the
     user's keyword, flag and ``request`` block key (:attr:`cogtestbed.request.Opt.name`)."""
     from cogtestbed.simulate_options import SimulateRequest
-    from cogtestbed.validation.studies.study_options import PowerRequest
+    from cogtestbed.studies.study_options import PowerRequest
 
     power = build(PowerRequest, {"target": "rw-pm", "subjects": "10,20"})
     assert power.sizes.subject_grid == "10,20" and flat(power)["subjects"] == "10,20"
@@ -478,8 +478,8 @@ def test_a_shared_option_is_one_declaration_every_request_reads() -> None:
     """``level`` is declared once (:class:`cogtestbed.option_groups.Level`): ``plan`` and ``power`` take it with
     the same help, default and flag, as their own option (``ct.power(level=...)``, ``--level``)."""
     from cogtestbed.option_groups import Level
-    from cogtestbed.validation.design.plan_options import PlanRequest
-    from cogtestbed.validation.studies.study_options import PowerRequest
+    from cogtestbed.planning.plan_options import PlanRequest
+    from cogtestbed.studies.study_options import PowerRequest
 
     plan = {leaf.name: leaf for leaf in leaves(PlanRequest)}["level"]
     power = {leaf.name: leaf for leaf in leaves(PowerRequest)}["level"]

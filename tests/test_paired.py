@@ -10,8 +10,8 @@ import pytest
 
 from cogtestbed.environments.revealed import RevealedDesign
 from cogtestbed.registry import get_experiment
+from cogtestbed.runs.paired import paired_report, paired_test
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.runs.paired import paired_report, paired_test
 
 SMALL = RevealedDesign(scenarios=("choice", "dice"), variants=("regular",), choice_options=(2, 4, 6),
                        n_dice=(1, 2), dice_faces=(4, 6, 8, 10, 12))
@@ -64,7 +64,7 @@ def test_run_two_models_writes_a_paired_report(tmp_path):
 
 
 def test_the_console_summary_names_each_model_beside_its_own_value():
-    from cogtestbed.validation.runs.paired import format_report
+    from cogtestbed.runs.paired import format_report
 
     report = {"experiment": "temporal-discounting", "models": ["openai:gpt-4o", "openai:gpt-4o-mini"],
               "paired_by": {"ids": ["subject"]},

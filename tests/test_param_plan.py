@@ -15,9 +15,9 @@ def test_a_null_pooled_interval_makes_the_difference_untestable_not_a_crash():
     """Horizon's directed exploration from 10 runs has a null 95 % half-width (with its reason):
     the two-LLM difference test at 10 runs was a TypeError in pooled_se; it is untestable (p NaN,
     not detected)."""
-    from cogtestbed.validation.studies.driver import run_task
-    from cogtestbed.validation.studies.metric_studies import difference_test, pooled_se
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.studies.driver import run_task
+    from cogtestbed.studies.metric_studies import difference_test, pooled_se
+    from cogtestbed.studies.study_kinds import study_spec
 
     null = {"metrics": {"directed_exploration": 0.0, "directed_exploration_ci": None},
             "null_reasons": {"directed_exploration_ci": "not computable"}}
@@ -39,8 +39,8 @@ def test_power_curve_sizes_share_random_numbers_and_rise_monotonely():
     random numbers: repetition r of every size plays the same seeds (the 16-run cell of the curve
     equals a study of 16 runs alone, as the planner simulates it), and power rises with the runs."""
     import cogtestbed as ct
-    from cogtestbed.validation.studies.driver import run_study
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.studies.driver import run_study
+    from cogtestbed.studies.study_kinds import study_spec
 
     decl = next(d for d in get_experiment("temporal-discounting").studies_of("metric-power"))
     low, high = ({k: float(v) for k, v in side.items()} for side in decl.compare)
@@ -61,7 +61,7 @@ def test_power_curve_sizes_share_random_numbers_and_rise_monotonely():
 
 
 def test_only_the_power_kinds_share_streams_across_cells():
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.studies.study_kinds import study_spec
 
     power = study_spec(kind="metric-power", experiment="temporal-discounting", agent="hyperbolic", metric="score",
                        compare=({"k": 0.005}, {"k": 0.8}), runs=(4, 8), reps=3)
@@ -109,7 +109,7 @@ def test_two_group_type_i_error_is_near_alpha_at_zero_difference():
 
 def test_two_group_study_refuses_what_it_cannot_test():
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.studies.study_kinds import ReferenceSample, study_spec
+    from cogtestbed.studies.study_kinds import ReferenceSample, study_spec
 
     ref = ReferenceSample(source="people.parquet", values=(0.1, 0.2, 0.3))
     with pytest.raises(ValueError, match="needs groups=2"):  # pydantic's ValidationError of the InputError
@@ -193,7 +193,7 @@ def test_two_group_hierarchical_fit_tests_the_posterior_difference():
 def test_a_two_group_bias_is_measured_against_the_difference_on_the_tests_scale():
     """Two groups on log k: a bias of 0.559 against a true log difference of 0.695 is 80 % of the
     effect, not 559 % of the natural-scale input 0.1."""
-    from cogtestbed.validation.design.plan_report import recovery_warnings
+    from cogtestbed.planning.plan_report import recovery_warnings
 
     rec = {"effect": "k", "effect_bias": 0.559, "estimand": 0.695, "effect_size": 0.1, "effect_on_test_scale": 0.695,
            "studies": 178, "coverage": 0.95, "coverage_level": 0.95, "lapse_fit": None}

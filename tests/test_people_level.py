@@ -12,9 +12,9 @@ import pytest
 
 from cogtestbed.errors import InputError
 from cogtestbed.inference.population import load_population
-from cogtestbed.validation.design.seqauto import calibration_level
-from cogtestbed.validation.studies.driver import run_study
-from cogtestbed.validation.studies.people_level import (
+from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
+from cogtestbed.studies.driver import run_study
+from cogtestbed.studies.people_level import (
     MIN_NULL_STUDIES,
     calibrated_critical_p,
     calibrated_power,
@@ -24,7 +24,7 @@ from cogtestbed.validation.studies.people_level import (
     nominal_holds,
     null_study_count,
 )
-from cogtestbed.validation.studies.study_kinds import study_spec
+from cogtestbed.studies.study_kinds import study_spec
 
 
 def test_the_critical_p_rejects_at_most_the_target_share_of_null_studies() -> None:
@@ -107,7 +107,7 @@ def test_a_plan_against_a_population_refuses_other_trials_than_the_peoples_befor
     """Unequal trials per subject are refused (the calibrated test did not hold its level at 2x and 4x the
     people's trials); the people's own count is accepted and searched alone."""
     import cogtestbed as ct
-    from cogtestbed.validation.design import plan as planner
+    from cogtestbed.planning import plan as planner
 
     def never(*_a, **_k):
         raise AssertionError("simulated before refusing")
@@ -129,10 +129,10 @@ def test_a_plan_against_a_human_table_refuses_other_trials_than_the_samples_befo
     study simulated, through ``ct.plan`` and the command line alike (exit 2)."""
     import cogtestbed as ct
     from cogtestbed.cli import run_cli
+    from cogtestbed.planning import plan as planner
+    from cogtestbed.planning.request import human_trials
     from cogtestbed.registry import write_trials
-    from cogtestbed.validation.design import plan as planner
-    from cogtestbed.validation.design.request import human_trials
-    from cogtestbed.validation.studies import model_studies
+    from cogtestbed.studies import model_studies
 
     people = ct.simulate("instrumental-learning", agent="rw", subjects=4, seed=4, params={"alpha": 0.3, "beta": 5.0})
     assert human_trials(people) == 96 and human_trials(people.iloc[:-10]) == 96  # one subject short: still 96
@@ -168,10 +168,10 @@ def test_other_trials_than_the_peoples_are_refused_before_the_experiment_is_impo
     import sys
 
     import cogtestbed as ct
+    from cogtestbed.planning.kinds.people.people_trials import refuse_other_trials
+    from cogtestbed.planning.plan_options import PlanRequest
     from cogtestbed.registry import write_trials
     from cogtestbed.request import build
-    from cogtestbed.validation.design.people_trials import refuse_other_trials
-    from cogtestbed.validation.design.plan_options import PlanRequest
 
     people = ct.simulate("instrumental-learning", agent="rw", subjects=4, seed=4, params={"alpha": 0.3, "beta": 5.0})
     path = write_trials(people.iloc[:-10], tmp_path / "people.parquet", {"source": "a stand-in for people"})
@@ -206,7 +206,7 @@ def test_a_plan_against_people_of_a_session_pooling_experiment_pools_one_session
     each) every LLM subject plays one session of their trials, not 20 (20x the people's trials: unequal
     precision); other ``runs`` are refused before simulating."""
     import cogtestbed as ct
-    from cogtestbed.validation.design import plan as planner
+    from cogtestbed.planning import plan as planner
 
     seen = {}
 

@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 
 from cogtestbed.cli import app
 from cogtestbed.registry import experiment_names, write_trials
-from cogtestbed.simulation import simulate
-from cogtestbed.validation.runs.phenotype import (
+from cogtestbed.runs.phenotype import (
     AgentMetrics,
     available_references,
     experiment_for_csv,
@@ -21,6 +20,7 @@ from cogtestbed.validation.runs.phenotype import (
     references,
     table_flags,
 )
+from cogtestbed.simulation import simulate
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cogbench"
 

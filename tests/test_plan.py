@@ -14,13 +14,13 @@ import pytest
 from scipy import stats
 from versions import assert_exact_versions
 
+from cogtestbed.planning.kinds.power.power_sims import Estimate, decided
+from cogtestbed.planning.plan import Evaluated, PlanInfeasible, Planner, fit_probit, pareto
+from cogtestbed.planning.plan_report import plan_payload, plan_run_settings, write_plan
+from cogtestbed.planning.pricing import Cost, Pricer
+from cogtestbed.planning.space import Axis, Point, design_axes, parse_range
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import Evaluated, PlanInfeasible, Planner, fit_probit, pareto
-from cogtestbed.validation.design.plan_report import plan_payload, plan_run_settings, write_plan
-from cogtestbed.validation.design.power_sims import Estimate, decided
-from cogtestbed.validation.design.pricing import Cost, Pricer
-from cogtestbed.validation.design.space import Axis, Point, design_axes, parse_range
-from cogtestbed.validation.studies.driver import StudySpec, study_spec
+from cogtestbed.studies.driver import StudySpec, study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 INSTRUMENTAL = "instrumental-learning"
@@ -206,7 +206,7 @@ def test_test_level_target_belief_coherence_t1():
 def test_invalid_answers_cost_power():
     """An expected invalid rate is simulated as lapses: the same design loses power."""
     from cogtestbed.lapse import Lapse
-    from cogtestbed.validation.design.power_sims import PowerEvaluator
+    from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
 
     point = Point(8, 1, 48)
     clean = PowerEvaluator(rw_spec(0.4), workers=1).ensure(point, 48)
@@ -218,7 +218,7 @@ def test_invalid_answers_cost_power():
 
 
 def test_pilot_gives_invalid_rate_tokens_per_call_and_refuses_a_useless_one(tmp_path):
-    from cogtestbed.validation.design.plan_report import read_pilot
+    from cogtestbed.planning.plan_report import read_pilot
 
     pilot = tmp_path / "pilot"
     cli("run", INSTRUMENTAL, "--llm", "hf:tiny-random", "--subjects", "3", "--seed", "1", "--design",
@@ -272,7 +272,7 @@ def write_synthetic_pilot(path: Path, subjects: int, invalid: float, seed: int) 
 def test_pilot_fitted_parameters_are_the_simulation_base(tmp_path: Path) -> None:
     """A pilot of known RW± parameters: the plan's base is the median of the per-subject MLE of
     the pilot's valid answers (near the truth); its invalid rate and tokens per call are the logs'."""
-    from cogtestbed.validation.design.plan_report import apply_pilot, read_pilot
+    from cogtestbed.planning.plan_report import apply_pilot, read_pilot
 
     table, calls = write_synthetic_pilot(tmp_path / "pilot", subjects=8, invalid=0.1, seed=11)
     exp, spec = get_experiment(INSTRUMENTAL), rw_spec(0.2)
@@ -319,7 +319,7 @@ def test_recovery_warning_says_meaning_and_remedy_in_every_output():
     """Issue 40 item 6: a biased per-subject MLE is a warning with what it means (the test stays
     valid, the estimate and interval must not be reported) and the remedy, in plan.json's
     ``warnings``, report.md and on the terminal."""
-    from cogtestbed.validation.design.plan_report import plan_markdown, recovery_warnings
+    from cogtestbed.planning.plan_report import plan_markdown, recovery_warnings
 
     rec = {"effect": "optimism_bias", "effect_size": 0.2, "effect_bias": -0.064, "estimand": 0.19, "coverage": 0.88,
            "coverage_level": 0.95, "studies": 178, "lapse_fit": None}
@@ -365,7 +365,7 @@ def test_an_edge_note_names_the_option_that_widens_the_range() -> None:
     import typer
 
     from cogtestbed.cli.app import app
-    from cogtestbed.validation.design.plan import OWN_OPTION_AXES, range_flag
+    from cogtestbed.planning.plan import OWN_OPTION_AXES, range_flag
 
     assert [range_flag(a) for a in ("subjects", "runs", "trials", "n_reps")] == \
         ["--subjects", "--runs", "--trials", "--design n_reps=a,b,c"]

@@ -7,8 +7,8 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.cli import run_cli
-from cogtestbed.validation.design import estimate
-from cogtestbed.validation.design.budget import check_time, largest_fitting, search_studies, search_time
+from cogtestbed.planning import estimate
+from cogtestbed.planning.budget import check_time, largest_fitting, search_studies, search_time
 
 MINI = "openai:gpt-4o-mini"
 

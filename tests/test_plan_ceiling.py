@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from cogtestbed.validation.design.ceiling import people_ceiling
-from cogtestbed.validation.design.plan import Planner
-from cogtestbed.validation.design.power_sims import Estimate
-from cogtestbed.validation.design.space import Axis, Point
-from cogtestbed.validation.studies.study_kinds import PowerStudy
+from cogtestbed.planning.ceiling import people_ceiling
+from cogtestbed.planning.kinds.power.power_sims import Estimate
+from cogtestbed.planning.plan import Planner
+from cogtestbed.planning.space import Axis, Point
+from cogtestbed.studies.study_kinds import PowerStudy
 
 SIZES = np.array([10.0, 20.0, 40.0, 80.0])
 

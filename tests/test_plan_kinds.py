@@ -15,24 +15,24 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.cli import run_cli
-from cogtestbed.validation.design.kinds import PlanContext, PlanKind, Planned
-from cogtestbed.validation.design.plan_kinds import (
+from cogtestbed.planning.kinds import PlanContext, PlanKind, Planned
+from cogtestbed.planning.plan_kinds import (
     get_plan_kind,
     plan_kind_names,
     register_plan_kind,
     unregister_plan_kind,
 )
-from cogtestbed.validation.design.sizes import MAX_PLANNED_SIZE, Effect, Sizes
+from cogtestbed.planning.sizes import MAX_PLANNED_SIZE, Effect, Sizes
 
 ROOT = Path(__file__).resolve().parents[1] / "cogtestbed"
 #: The modules that dispatch a plan: none branches on a kind.
-DISPATCH = ("api/plan.py", "api/form_plan.py", "cli/plan.py", "validation/design/plan_kinds.py",
-            "validation/design/kinds.py")
+DISPATCH = ("api/plan.py", "api/form_plan.py", "cli/plan.py", "planning/plan_kinds.py",
+            "planning/kinds/__init__.py")
 #: The options whose presence picks a kind: only a kind's ``claims`` reads them to choose.
 CHOOSING = {"forms", "adaptive", "precision", "looks", "fit", "question"}
 #: The modules a plan's request travels through after the edge: no typed value becomes text again there.
-TYPED = ("api/plan.py", "validation/design/plan_kinds.py", "validation/design/request.py",
-         "validation/design/adaptive_plan.py", "validation/design/forms_kind.py")
+TYPED = ("api/plan.py", "planning/plan_kinds.py", "planning/request.py",
+         "planning/kinds/adaptive/adaptive_plan.py", "planning/kinds/forms/forms_kind.py")
 
 
 def _tree(rel: str) -> ast.Module:
@@ -48,7 +48,7 @@ def test_the_package_registers_one_kind_per_question() -> None:
 @pytest.mark.parametrize("rel", DISPATCH)
 def test_no_dispatch_module_branches_on_a_kind(rel: str) -> None:
     """No comparison with a kind's name and no ``if`` on an option that picks a kind: the registry chooses
-    (:func:`~cogtestbed.validation.design.plan_kinds.choose_kind`)."""
+    (:func:`~cogtestbed.planning.plan_kinds.choose_kind`)."""
     names = set(plan_kind_names())
     tree = _tree(rel)
     declared = {id(n) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg == "claims"
@@ -144,7 +144,7 @@ def test_an_unknown_question_lists_the_kinds() -> None:
 
 
 def test_the_groups_and_the_shortcut_build_one_request(toy: PlanKind) -> None:
-    from cogtestbed.validation.design.plan_options import PlanTarget
+    from cogtestbed.planning.plan_options import PlanTarget
 
     grouped = ct.plan("instrumental-learning", target=PlanTarget(question="toy", model="rw-pm"))
     flat = ct.plan("instrumental-learning", question="toy", model="rw-pm")
@@ -219,19 +219,19 @@ def test_a_refusal_reachable_from_the_request_comes_at_once(
 
 def test_the_shipped_comparisons_are_what_the_metrics_return() -> None:
     """The shipped probe (``metric_tests.json``) agrees with a fresh probe of the fast experiments, and every
-    package experiment has its row (``python -m cogtestbed.validation.design.capabilities`` rewrites it)."""
-    from cogtestbed.validation.design.capabilities import (
+    package experiment has its row (``python -m cogtestbed.planning.capabilities`` rewrites it)."""
+    from cogtestbed.planning.capabilities import (
         TESTS_KEY,
         _shipped,
         comparable_metrics,
         fingerprint,
         probe_comparisons,
     )
-    from cogtestbed.validation.studies.metric_studies import probe_tests
+    from cogtestbed.studies.metric_studies import probe_tests
 
     assert set(_shipped()) == set(ct.experiments())
     stale = [n for n, row in _shipped().items() if row["_source"]["fingerprint"] != fingerprint(ct.get_experiment(n))]
-    assert not stale, f"metrics changed since the probe: python -m cogtestbed.validation.design.capabilities {stale}"
+    assert not stale, f"metrics changed since the probe: python -m cogtestbed.planning.capabilities {stale}"
     for name in ("instrumental-learning", "temporal-discounting"):
         shipped = {k: v for k, v in _shipped()[name].items() if k not in ("_source", TESTS_KEY)}
         assert probe_comparisons(ct.get_experiment(name)) == shipped
@@ -241,8 +241,8 @@ def test_the_shipped_comparisons_are_what_the_metrics_return() -> None:
 
 def test_list_and_the_refusal_read_the_declared_comparisons() -> None:
     """One source: where an experiment declares a metric's comparison (``MetricsSpec.comparisons``), ``list``
-    (:func:`~cogtestbed.validation.design.capabilities.comparisons`), the shipped probe and the refusal agree."""
-    from cogtestbed.validation.design.capabilities import _shipped, comparable_metrics, comparisons
+    (:func:`~cogtestbed.planning.capabilities.comparisons`), the shipped probe and the refusal agree."""
+    from cogtestbed.planning.capabilities import _shipped, comparable_metrics, comparisons
 
     exp = ct.get_experiment("belief-coherence")
     declared = {m for m in exp.metrics.headline if exp.metrics.comparability(m).comparable}
@@ -268,8 +268,8 @@ def test_list_shows_what_each_metric_and_parameter_can_plan(capsys: pytest.Captu
 
 # ----------------------------------------------------------------------------- one vocabulary (item 5)
 def test_every_size_searched_says_reached_not_reached_or_undecided() -> None:
-    from cogtestbed.validation.design.plan_text import plan_lines
-    from cogtestbed.validation.design.power_sims import DECIDE_MAX_SIMS, verdict
+    from cogtestbed.planning.kinds.power.power_sims import DECIDE_MAX_SIMS, verdict
+    from cogtestbed.planning.plan_text import plan_lines
 
     assert verdict(20, 20, 0.8)["verdict"] == "reached" and verdict(10, 20, 0.8)["verdict"] == "not reached"
     assert verdict(17, 20, 0.8)["verdict"] == "undecided"  # 0.85 is within 2 SEs of 0.8 at 20 sims
@@ -280,21 +280,21 @@ def test_every_size_searched_says_reached_not_reached_or_undecided() -> None:
     payload = {"frontier": [], "evaluated": [row]}
     from unittest import mock
 
-    with mock.patch("cogtestbed.validation.design.plan_report.summary_line", return_value="summary"):
+    with mock.patch("cogtestbed.planning.plan_report.summary_line", return_value="summary"):
         lines = plan_lines(payload, "subjects")
     assert "  searched: 8 subjects: power 0.85 [0.64, 0.95] (20 sims): undecided" in lines
     cost = {"dollars_range": [0.1, 0.3], "expected_dollars": 0.2, "local_endpoint": "measured locally",
             "completion_tokens_per_call": {"source": "assumption 500:3000"}}
-    with mock.patch("cogtestbed.validation.design.plan_report.summary_line", return_value="summary"):
+    with mock.patch("cogtestbed.planning.plan_report.summary_line", return_value="summary"):
         lines = plan_lines({**payload, "cost": cost}, "subjects")
     assert lines[1].startswith("cost range: $0.100 to $0.300 (expected $0.200; ") and "assumption 500:3000" in lines[1]
     assert lines[2] == "WARNING: measured locally"  # the power kind's lines carry the one price's range (issue 67)
-    from cogtestbed.validation.design.plan_text import precision_lines
+    from cogtestbed.planning.plan_text import precision_lines
 
     rows = [{"design": f"{t} trials", "assurance": a, "interval95": [a - 0.05, a + 0.04], "subjects": 200, "passed": p}
             for t, a, p in ((48, 0.77, False), (72, 0.8, None), (96, 0.88, True))]
     precision = {"evaluated": rows, "chosen": {"resolved": {"label": "96 trials", "fields": {"n": 96}}}}
-    with mock.patch("cogtestbed.validation.design.precision.precision_line", return_value="line"):
+    with mock.patch("cogtestbed.planning.kinds.precision.precision.precision_line", return_value="line"):
         said = precision_lines(precision, "subjects")
     assert said[2:] == ["  searched: 48 trials: P = 0.77 [0.72, 0.81] (200 subjects): not reached",
                         "  searched: 72 trials: P = 0.80 [0.75, 0.84] (200 subjects): undecided",
@@ -323,11 +323,11 @@ def test_plan_adaptive_puts_both_arms_side_by_side_on_the_natural_scale() -> Non
 
 def test_an_effect_a_fitted_base_cannot_carry_names_the_largest_it_can() -> None:
     """The pilot's fitted base is checked as the base is (after the pilot's fit, before any simulation), with
-    the effect's shift of :func:`~cogtestbed.validation.studies.model_studies.effect_shift`."""
+    the effect's shift of :func:`~cogtestbed.studies.model_studies.effect_shift`."""
     from types import SimpleNamespace
 
-    from cogtestbed.validation.design.request import carried, shift_of
-    from cogtestbed.validation.studies.model_studies import effect_shift
+    from cogtestbed.planning.request import carried, shift_of
+    from cogtestbed.studies.model_studies import effect_shift
 
     model = ct.get_experiment("instrumental-learning").model("rw-pm")
     assert shift_of(model, "optimism_bias", 0.4) == effect_shift(
@@ -344,7 +344,7 @@ def test_an_effect_a_fitted_base_cannot_carry_names_the_largest_it_can() -> None
 def test_typed_groups_reach_the_kind_unchanged() -> None:
     """``People`` and ``Pricing`` (issue 67) are typed groups: ``ct.plan`` passes the very objects given to the kind
     (nothing rebuilt from text); a flat keyword of a group also given is refused."""
-    from cogtestbed.validation.design.plan_options import People, Pricing
+    from cogtestbed.planning.plan_options import People, Pricing
 
     seen: dict[str, Any] = {}
 
@@ -367,7 +367,7 @@ def test_typed_groups_reach_the_kind_unchanged() -> None:
 def test_a_typed_design_is_searched_as_its_text_is() -> None:
     """``design={FIELD: [a, b]}`` (typed, issue 67) plans the same search as ``--design FIELD=a,b``, without being
     written as text: the trials field's list is the trials axis, another integer field's the searched axis."""
-    from cogtestbed.validation.design.request import _searched
+    from cogtestbed.planning.request import _searched
 
     il, td = ct.get_experiment("instrumental-learning"), ct.get_experiment("temporal-discounting")
     assert _searched(il, {"visits_per_casino": [6, 12]}, None) == _searched(il, ["visits_per_casino=6,12"], None)
@@ -379,7 +379,7 @@ def test_a_typed_design_is_searched_as_its_text_is() -> None:
         _searched(td, {"trials": [5, "x"]}, None)
     with pytest.raises(ct.InputError, match="one design field at a time"):
         _searched(td, {"trials": [5], "base_pay": [1, 2]}, None)
-    source = (ROOT / "validation/design/request.py").read_text(encoding="utf-8")
+    source = (ROOT / "planning/request.py").read_text(encoding="utf-8")
     assert "sz.design if isinstance(sz.design, Mapping) else (assignment_items(sz.design)" in source  # typed: as given
 
 
@@ -388,7 +388,7 @@ def test_a_headline_metric_that_is_no_test_is_refused_before_the_study() -> None
     is no test is refused by the probe, not by the first simulated study ("test-power task 0 (rep 0): ... is not a
     statistical test"); a declared test is checked without a probe."""
     from cogtestbed.experiments.spec import UnknownNameError
-    from cogtestbed.validation.studies import metric_studies
+    from cogtestbed.studies import metric_studies
 
     line = r"^unknown test 'performance' for two-step; there are none for two-step$"
     with pytest.raises(UnknownNameError, match=line):
@@ -402,8 +402,8 @@ def test_the_comparisons_are_in_the_headline_order_whether_shipped_or_probed(mon
     """``comparisons`` (``list``, the facts, the refusal's list) give the headline's order from the shipped probe
     (written with sorted keys) and from a fresh probe alike: before, the facts generated from a stale probe listed
     the metrics in another order than from a fresh one."""
-    from cogtestbed.validation.design import capabilities
-    from cogtestbed.validation.design.facts import facts_of
+    from cogtestbed.planning import capabilities
+    from cogtestbed.planning.facts import facts_of
 
     exp = ct.get_experiment("instrumental-learning")
     shipped = facts_of(exp).comparisons

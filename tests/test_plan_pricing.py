@@ -13,16 +13,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-import cogtestbed.validation.design.plan as plan_module
+import cogtestbed.planning.plan as plan_module
 from cogtestbed.environments.twostep import TwoStepDesign
 from cogtestbed.llm_adapters.runs.pricing import dry_run
+from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
+from cogtestbed.planning.plan import Planner
+from cogtestbed.planning.pricing import Pricer
+from cogtestbed.planning.space import design_axes
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import Planner
-from cogtestbed.validation.design.power_sims import PowerEvaluator
-from cogtestbed.validation.design.pricing import Pricer
-from cogtestbed.validation.design.space import design_axes
-from cogtestbed.validation.studies.driver import fork_pool, stop_pool, study_spec
-from cogtestbed.validation.studies.study_kinds import load_study
+from cogtestbed.studies.driver import fork_pool, stop_pool, study_spec
+from cogtestbed.studies.study_kinds import load_study
 
 TWO = ("openai:gpt-4o", "openai:gpt-4o-mini")
 

@@ -3,8 +3,8 @@ running count as they finish (it printed "0 designs and 0 simulated studies so f
 
 from __future__ import annotations
 
+from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
 from cogtestbed.progress import Heartbeat
-from cogtestbed.validation.design.power_sims import PowerEvaluator
 
 
 def test_heartbeat_detail_counts_the_phase_units_as_they_finish() -> None:
@@ -29,8 +29,8 @@ def test_power_evaluator_running_count_includes_the_design_under_way() -> None:
 
 
 def test_a_new_design_has_an_eta_from_the_last_design_rate_before_its_first_result() -> None:
+    from cogtestbed.planning.space import Point
     from cogtestbed.progress import clock
-    from cogtestbed.validation.design.space import Point
 
     ev = PowerEvaluator.__new__(PowerEvaluator)
     ev.seconds_per_unit = None
@@ -46,8 +46,8 @@ def test_a_new_design_has_an_eta_from_the_last_design_rate_before_its_first_resu
 
 
 def test_pricing_each_design_is_a_counted_phase() -> None:
+    from cogtestbed.planning.plan import Planner
     from cogtestbed.progress import heartbeat
-    from cogtestbed.validation.design.plan import Planner
 
     planner = Planner.__new__(Planner)
     priced: list[int] = []

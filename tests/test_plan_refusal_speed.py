@@ -1,5 +1,5 @@
 """A plan refused from its request alone is refused at once from a cold command line (issue 67, item 3): the
-check reads the experiment's shipped facts (:mod:`cogtestbed.validation.design.facts`), so the refusal comes
+check reads the experiment's shipped facts (:mod:`cogtestbed.planning.facts`), so the refusal comes
 before the experiment's module and the numerical libraries (numpy, pandas, scipy, numba, pymc, torch) are
 imported; the shipped facts are those the loaded experiments give."""
 
@@ -9,7 +9,7 @@ import pytest
 from cold_cli import assert_refused_cold, cold
 
 import cogtestbed as ct
-from cogtestbed.validation.design.facts import ExperimentFacts, facts_of, shipped_facts, shipped_names
+from cogtestbed.planning.facts import ExperimentFacts, facts_of, shipped_facts, shipped_names
 
 LLMS = ["openai:gpt-4o", "openai:gpt-4o-mini"]
 #: The issue's refused commands (and their neighbours): each must come before anything heavy is imported.
@@ -47,10 +47,10 @@ def test_a_cold_refusal_imports_nothing_heavy() -> None:
 @pytest.mark.parametrize("name", list(ct.experiments()))
 def test_the_shipped_facts_are_the_loaded_experiments(name: str) -> None:
     """``plan_facts.json`` holds what the refusals read from each package experiment
-    (``python -m cogtestbed.validation.design.facts`` rewrites it)."""
+    (``python -m cogtestbed.planning.facts`` rewrites it)."""
     shipped = shipped_facts(name)
-    assert shipped is not None, f"no shipped facts for {name}: python -m cogtestbed.validation.design.facts"
+    assert shipped is not None, f"no shipped facts for {name}: python -m cogtestbed.planning.facts"
     live = facts_of(ct.get_experiment(name))
     assert shipped == ExperimentFacts.from_dict(name, live.to_dict()), (
-        f"{name}'s facts changed: python -m cogtestbed.validation.design.facts")
+        f"{name}'s facts changed: python -m cogtestbed.planning.facts")
     assert set(shipped_names()) == set(ct.experiments())

@@ -286,7 +286,7 @@ COLD = [
 def test_these_refusals_import_nothing_heavy() -> None:
     """Each refusal above, from a cold command line, before the sequential planner or any numerical library is
     imported."""
-    assert_refused_cold(COLD, (*HEAVY, "cogtestbed.validation.design.seqplan"))
+    assert_refused_cold(COLD, (*HEAVY, "cogtestbed.planning.kinds.sequential.seqplan"))
 def test_a_size_refusal_from_the_facts_is_refused_cold() -> None:
     """``--trials 7`` (unreachable) from a fresh process: its one line, before anything heavy is imported (before:
     the experiment was imported, 1.9 s of CPU)."""
@@ -304,24 +304,24 @@ def test_a_size_refusal_from_the_facts_is_refused_cold() -> None:
                                "design": {"randomise_order": False}}),  # a design given: the loaded one decides
 ])
 def test_sizes_the_design_takes_pass_the_facts(experiment: str, options: dict[str, Any]) -> None:
+    from cogtestbed.planning.plan_kinds import check_before_import
+    from cogtestbed.planning.plan_options import PlanRequest
     from cogtestbed.request import build_grouped
-    from cogtestbed.validation.design.plan_kinds import check_before_import
-    from cogtestbed.validation.design.plan_options import PlanRequest
 
     check_before_import(experiment, build_grouped(PlanRequest, {}, {**options, "experiment": experiment}))
 
 
 def test_the_facts_refuse_the_trials_the_loaded_experiment_refuses() -> None:
     """For every package experiment with a trials field, one trial more than its step: the facts' refusal is the
-    design space's (:func:`~cogtestbed.validation.design.space.trials_values`), word for word."""
+    design space's (:func:`~cogtestbed.planning.space.trials_values`), word for word."""
     from types import SimpleNamespace
 
+    from cogtestbed.planning.facts import shipped_facts
+    from cogtestbed.planning.plan_options import PlanRequest
+    from cogtestbed.planning.request_checks import check_sizes
+    from cogtestbed.planning.sizes import Sizes
+    from cogtestbed.planning.space import trials_values
     from cogtestbed.request import build_grouped
-    from cogtestbed.validation.design.facts import shipped_facts
-    from cogtestbed.validation.design.plan_options import PlanRequest
-    from cogtestbed.validation.design.request_checks import check_sizes
-    from cogtestbed.validation.design.sizes import Sizes
-    from cogtestbed.validation.design.space import trials_values
 
     checked, spec = 0, cast(Any, SimpleNamespace(design={}))  # trials_values reads the study's design alone
     for name in ct.experiments():
@@ -443,7 +443,7 @@ def test_a_param_on_an_agent_parameter_the_effect_moves_is_refused(no_simulation
 def test_an_adaptive_plan_refuses_a_model_it_would_not_use(no_simulation: None,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Before, ``model`` was ignored by an adaptive plan (``--model nope`` ran with the adaptive model)."""
-    import cogtestbed.validation.design.adaptive_plan as adaptive_plan
+    import cogtestbed.planning.kinds.adaptive.adaptive_plan as adaptive_plan
 
     monkeypatch.setattr(adaptive_plan, "plan_adaptive", never)
     with pytest.raises(ct.InputError) as refused:

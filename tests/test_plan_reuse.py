@@ -13,11 +13,11 @@ import pytest
 
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.inference.population import load_population
-from cogtestbed.validation.design.power_sims import PowerEvaluator
-from cogtestbed.validation.design.space import Point
-from cogtestbed.validation.studies import model_studies
-from cogtestbed.validation.studies.driver import run_study
-from cogtestbed.validation.studies.study_kinds import study_spec
+from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
+from cogtestbed.planning.space import Point
+from cogtestbed.studies import model_studies
+from cogtestbed.studies.driver import run_study
+from cogtestbed.studies.study_kinds import study_spec
 
 COLUMNS = ["rep", "n_subjects", "estimate", "p_value", "detected"]
 
@@ -84,8 +84,8 @@ def test_a_study_of_one_size_fits_its_llm_subjects_not_whole_blocks(monkeypatch)
 def test_one_size_studies_carry_their_llm_groups_and_the_test_of_them_is_the_rows(monkeypatch) -> None:
     """``one_size_table`` (a plan's fresh and calibration studies) keeps each study's LLM group; the
     two-group test of the kept people and LLM values gives each row's p-value again."""
+    from cogtestbed.planning.plan import one_size_table
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.plan import one_size_table
 
     model_studies._PEOPLE.clear()
     seen = _counting(monkeypatch)
@@ -108,11 +108,11 @@ def test_a_plans_calibration_nulls_are_the_calibrations_own_studies_and_the_cond
     studies' LLM groups against the real participants without a fit."""
     from types import SimpleNamespace
 
-    from cogtestbed.validation.design.plan import calibration_nulls, one_size_table
-    from cogtestbed.validation.design.space import study_at
-    from cogtestbed.validation.studies import people_level
-    from cogtestbed.validation.studies.conditional import conditional_on_sample
-    from cogtestbed.validation.studies.people_level import calibrated_section
+    from cogtestbed.planning.plan import calibration_nulls, one_size_table
+    from cogtestbed.planning.space import study_at
+    from cogtestbed.studies import people_level
+    from cogtestbed.studies.conditional import conditional_on_sample
+    from cogtestbed.studies.people_level import calibrated_section
 
     monkeypatch.setattr(people_level, "MIN_NULL_STUDIES", 0)  # as many null studies as fresh ones: a short test
     spec, point = _spec(), Point(12, 1, 48)
@@ -141,10 +141,10 @@ def test_an_extended_size_range_reuses_every_design_and_says_each_once(monkeypat
     search runs."""
     from collections import Counter
 
+    from cogtestbed.planning.plan import Planner
+    from cogtestbed.planning.pricing import Pricer
+    from cogtestbed.planning.space import design_axes
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.plan import Planner
-    from cogtestbed.validation.design.pricing import Pricer
-    from cogtestbed.validation.design.space import design_axes
 
     exp = get_experiment("instrumental-learning")
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",

@@ -82,7 +82,7 @@ def test_stop_pool_leaves_no_manager_thread_for_the_exit_hook_to_wake() -> None:
     """The exit hook of concurrent.futures wakes every live pool manager through a pipe; a manager
     still closing that pipe then raised 'Bad file descriptor' at exit (seen in CI). stop_pool must
     return only once the manager thread has ended and closed its pipe."""
-    from cogtestbed.validation.studies.driver import fork_pool, stop_pool
+    from cogtestbed.studies.driver import fork_pool, stop_pool
 
     pool = fork_pool(2)
     futures = [pool.submit(time.sleep, 30) for _ in range(4)]

@@ -12,10 +12,10 @@ import pytest
 from scipy import stats
 
 from cogtestbed.inference.base import grid_neighbours
+from cogtestbed.planning.kinds.power.power_sims import Estimate
+from cogtestbed.planning.plan import Planner
+from cogtestbed.planning.space import Axis, Point
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.plan import Planner
-from cogtestbed.validation.design.power_sims import Estimate
-from cogtestbed.validation.design.space import Axis, Point
 
 
 def reference_start_order(grid_nll: np.ndarray, points: int, ndim: int) -> np.ndarray:
@@ -117,7 +117,7 @@ def test_twostep_pricing_equals_the_dry_run_before_memoising() -> None:
     """The memoised two-step rendering prices every design as the dry run did before (calls, tokens,
     dollars), two LLMs and one, different days, run counts and prompt variants."""
     from cogtestbed.environments.twostep import TwoStepDesign
-    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.planning.pricing import Pricer
 
     exp = get_experiment("two-step")
     pricers: dict[tuple[str, ...], Pricer] = {}

@@ -153,9 +153,9 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     # 12 people (not 40) and an effect of 0.45 on 2:12 subjects: every simulated study fits people and
     # LLM subjects alike, so this halves the fits; the people's number is still the population file's,
     # fixed through the search (a plan that drew or searched it would say another number below).
-    from cogtestbed.validation.design.plan import FRESH_SEED_OFFSET, Planner
-    from cogtestbed.validation.studies import driver
-    from cogtestbed.validation.studies.people_level import CALIBRATION_SEED_OFFSET, calibrated_power
+    from cogtestbed.planning.plan import FRESH_SEED_OFFSET, Planner
+    from cogtestbed.studies import driver
+    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, calibrated_power
 
     path = str(_population(subjects=12).save(tmp_path / "pop.json"))
     seen: dict[str, object] = {"effect_studies": 0, "seeds": set()}
@@ -174,13 +174,13 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
         seen["one_size"] = [*seen.get("one_size", []), spec.seed]
         return one_size_table(spec, *a, **k)
 
-    from cogtestbed.validation.design import plan as plan_module
+    from cogtestbed.planning import plan as plan_module
 
     one_size_table = plan_module.one_size_table
     monkeypatch.setattr(Planner, "fresh_table", recording_fresh)
     monkeypatch.setattr(driver, "run_study", counting_run_study)
     monkeypatch.setattr(plan_module, "one_size_table", recording_one_size)
-    from cogtestbed.validation.studies import people_level
+    from cogtestbed.studies import people_level
 
     monkeypatch.setattr(people_level, "MIN_NULL_STUDIES", 0)  # as many null studies as fresh ones: a short test
     plan = ct.plan(EXP, llm="openai:gpt-4o-mini", model="rw-pm", effect={"optimism_bias": 0.45}, population=path,
@@ -202,7 +202,7 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     cond = payload["power_conditional"]  # issue 68: against the population's own 12 participants, with MC SE
     assert cond["n_participants"] == 12 and cond["power"]["sims"] == cond["null_rejection"]["sims"] == \
         payload["power"]["sims"]
-    from cogtestbed.validation.design.plan_report import summary_line
+    from cogtestbed.planning.plan_report import summary_line
 
     assert 0 < cond["power"]["mc_se"] < 0.2 and "conditional on the real 12 participants" in summary_line(payload)
     assert "(unconditional: new people in every simulated study); conditional on the real" in summary_line(payload)
@@ -244,7 +244,7 @@ def test_the_human_populations_study_prints_its_error_rates(monkeypatch, capsys)
 
     from study_scripts import load_study
 
-    from cogtestbed.validation.design.seqfair import upper_bound
+    from cogtestbed.planning.kinds.sequential.seqfair import upper_bound
 
     study = load_study("human_populations")
     monkeypatch.setattr(sys, "argv", ["human_populations.py", "--effect", "alpha_pos", "--size", "0.4",

@@ -57,7 +57,7 @@ def test_rank_test_is_brunner_munzel_with_a_hodges_lehmann_shift():
     Mann–Whitney's p."""
     from scipy import stats
 
-    from cogtestbed.validation.studies.study_data import rank_test
+    from cogtestbed.studies.study_data import rank_test
 
     shift, relative, p = rank_test(np.array([3.0, 4.0, 6.0]), np.array([1.0, 2.0, 4.0]))
     assert shift == 2.0  # differences 2 1 -1 3 2 0 5 4 2: median 2
@@ -74,7 +74,7 @@ def test_rank_test_is_brunner_munzel_with_a_hodges_lehmann_shift():
 
 
 def test_bounded_estimate_rule_names_its_parameters():
-    from cogtestbed.validation.studies.model_studies import two_group_test
+    from cogtestbed.studies.model_studies import two_group_test
 
     pt = get_experiment("risky-choice").model("prospect-theory")
     assert [two_group_test(pt, p) for p in ("lambda", "alpha", "theta")] == ["rank"] * 3

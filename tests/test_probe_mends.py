@@ -104,7 +104,7 @@ def test_output_folder_made_for_a_refused_export_is_removed(tmp_path):
 def test_plan_adaptive_precision_typo_refused_before_simulating(monkeypatch):
     """plan --adaptive --precision NAME=H with a NAME the model lacks is refused at once (it used to
     simulate 200 subjects first: 77 s at the machine's load)."""
-    import cogtestbed.validation.design.adaptive as design
+    import cogtestbed.planning.kinds.adaptive.adaptive as design
 
     def never(*args, **kwargs):
         raise AssertionError("simulated before checking --precision")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cogtestbed.conformance.config import CheckConfig
+from cogtestbed.conformance.suite import check_prompt_forms
 from cogtestbed.environments.forms import (
     VERBATIM,
     FormError,
@@ -17,9 +19,7 @@ from cogtestbed.environments.forms import (
 )
 from cogtestbed.environments.instrumental import InstrumentalLearningEnv
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.conformance.config import CheckConfig
-from cogtestbed.validation.conformance.suite import check_prompt_forms
-from cogtestbed.validation.errors import ConformanceError
+from cogtestbed.study_errors import ConformanceError
 
 
 def _first_prompts(form: int) -> tuple[str, str]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cogtestbed.validation.design.equal_power import equal_power_saving, power_curve, size_at
-from cogtestbed.validation.design.kinds import PlanKind, Planned
-from cogtestbed.validation.design.plan_kinds import get_plan_kind, plan_kind_names
-from cogtestbed.validation.design.protocol import ProtocolError, SeedStreams, check_kind, jackknife
+from cogtestbed.planning.equal_power import equal_power_saving, power_curve, size_at
+from cogtestbed.planning.kinds import PlanKind, Planned
+from cogtestbed.planning.plan_kinds import get_plan_kind, plan_kind_names
+from cogtestbed.planning.protocol import ProtocolError, SeedStreams, check_kind, jackknife
 
 #: Registered kinds whose printed figures are not yet routed through the protocol (their declaration is missing):
 #: the test fails when one of them gains a valid declaration (move it out) or a new kind comes without one.
@@ -69,7 +69,7 @@ def test_the_registry_check_fails_a_kind_that_reports_from_its_choosing_pools() 
 def test_the_monitor_declaration_follows_its_pools(monkeypatch: pytest.MonkeyPatch) -> None:
     """The monitor's declaration draws its pools by the roles its plan uses: reporting from the choosing role
     fails the check."""
-    import cogtestbed.validation.design.monitor_kind as kind
+    import cogtestbed.planning.kinds.monitor.monitor_kind as kind
 
     check_kind(get_plan_kind("monitor"))
     monkeypatch.setattr(kind, "REPORT_ROLE", "choose")
@@ -116,8 +116,9 @@ def test_the_two_llm_discounting_monitor_saves_at_equal_power() -> None:
     own power on the fresh pools (the table of benchmarks/studies/monitor.py, one row, other seeds)."""
     import warnings
 
+    from cogtestbed.planning.monitor_questions import declared_questions, validate_question
+
     import cogtestbed as ct
-    from cogtestbed.validation.design.monitor_questions import declared_questions, validate_question
 
     q = next(q for q in declared_questions(ct.get_experiment("temporal-discounting"), (2,)) if q.spec is not None)
     with warnings.catch_warnings():
@@ -134,8 +135,8 @@ def test_the_two_llm_discounting_monitor_saves_at_equal_power() -> None:
 def test_a_futility_boundary_stops_early_and_only_removes_rejections() -> None:
     """Wald's lower boundary on the e-process: under the null the monitor stops far sooner and rejects no more
     often than without it (stopping early only removes rejections); under the effect each study stops by the cap."""
-    from cogtestbed.validation.design.monitor_kind import choose_futility, operate
-    from cogtestbed.validation.design.monitor_pools import studies
+    from cogtestbed.planning.kinds.monitor.monitor_kind import choose_futility, operate
+    from cogtestbed.planning.kinds.monitor.monitor_pools import studies
 
     rng = np.random.default_rng(8)
     eff_pool, nul_pool = np.clip(rng.normal(0.3, 0.5, 4000), -1, 1), np.clip(rng.normal(0.0, 0.5, 4000), -1, 1)

@@ -172,8 +172,8 @@ def test_extended_thinking_against_the_emulator(model, tmp_path: Path) -> None:
 
 
 def test_a_plan_for_a_reasoning_model_needs_a_pilot_or_an_assumption() -> None:
+    from cogtestbed.planning.pricing import Pricer
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.pricing import Pricer
 
     exp = get_experiment("instrumental-learning")
     with pytest.raises(InputError, match=r"^openai:o3 is a reasoning model: .*`assume_reasoning_tokens`"):
@@ -214,7 +214,7 @@ def test_a_batch_result_line_reads_its_hidden_tokens() -> None:
 
 
 def test_a_batch_run_of_a_reasoning_model_books_its_hidden_tokens(model, tmp_path: Path) -> None:
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
 
     emulator = BatchEmulator({"o3": model}, polls=1, reasoning={"o3": ReasoningModel(answer=format_answer)})
     with serve_batches(emulator) as url:

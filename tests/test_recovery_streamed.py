@@ -9,8 +9,8 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import model_studies
-from cogtestbed.validation.studies.study_data import simulate_runs, simulate_runs_chunked
+from cogtestbed.studies import model_studies
+from cogtestbed.studies.study_data import simulate_runs, simulate_runs_chunked
 
 #: Every experiment, with one of its models.
 CASES = [("instrumental-learning", "rw-pm"), ("two-step", "hybrid"), ("risky-choice", "prospect-theory"),
@@ -68,8 +68,8 @@ def test_the_memory_check_counts_a_chunk_and_the_rows_not_every_trial() -> None:
     """A million RW subjects: a chunk's trials and 2 million rows of estimates (~0.6 GB), not 96 million trials
     (~37 GiB); a billion are refused for their rows; ten million in a hierarchical recovery still holds every trial."""
     from cogtestbed.memory import MemoryLimitError
-    from cogtestbed.validation.studies.driver import ESTIMATE_ROW_BYTES, check_study_memory
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.studies.driver import ESTIMATE_ROW_BYTES, check_study_memory
+    from cogtestbed.studies.study_kinds import study_spec
 
     exp = get_experiment("instrumental-learning")
     spec = study_spec(kind="recovery", experiment="instrumental-learning", models=["rw"], subjects=[10**6], reps=1)
@@ -84,8 +84,8 @@ def test_the_memory_check_counts_a_chunk_and_the_rows_not_every_trial() -> None:
 def test_the_verdict_says_which_estimates_its_r_rmse_and_bias_leave_out() -> None:
     """An estimate at 0 of a log-scale parameter (log −∞) or a failed fit is not in r, RMSE and bias: the verdict
     says so beside them, with the count (never silently over fewer subjects)."""
-    from cogtestbed.validation.studies.summaries import recovery_summary
-    from cogtestbed.validation.studies.verdict import _param_stats
+    from cogtestbed.studies.summaries import recovery_summary
+    from cogtestbed.studies.verdict import _param_stats
 
     rng = np.random.default_rng(0)
     true = rng.uniform(1, 8, 12)

@@ -85,7 +85,7 @@ def test_every_study_hands_its_request_to_the_study_it_runs(monkeypatch, call, k
 def test_each_spelling_of_a_studys_options_records_one_block() -> None:
     """What the command line parses (text, ``NAME=VALUE`` items) and what Python takes (numbers,
     lists, mappings) record the same block."""
-    from cogtestbed.validation.studies.study_options import MetricValidityRequest, PowerRequest, RecoverRequest
+    from cogtestbed.studies.study_options import MetricValidityRequest, PowerRequest, RecoverRequest
 
     cli = build(PowerRequest, {"target": "rw-pm", "effect": "optimism_bias=0.2", "subjects": "10,20",
                                "design": ["visits_per_casino=2"], "base": ["alpha=0.3"], "seed": 4})
@@ -131,7 +131,7 @@ def test_a_run_folder_records_its_request_and_resumes_with_another(tmp_path: Pat
 
 
 def test_a_runs_base_url_is_recorded_without_its_credentials() -> None:
-    from cogtestbed.validation.runs.run_options import RunRequest
+    from cogtestbed.runs.run_options import RunRequest
 
     req = build(RunRequest, {"output": "o", "base_url": "http://user:secret@localhost:8000/v1?key=x"})
     assert request_block(req)["llms"]["base_url"] == "http://localhost:8000/v1"
@@ -203,15 +203,15 @@ def test_a_precision_or_adaptive_plans_file_records_its_request(
     ``request`` beside its payload, the same from ``ct.plan(...).save`` and ``plan -o``.  The planning is
     replaced by a stub payload (the block does not depend on it; real plans are tested in test_sizes.py
     and test_adaptive.py)."""
-    from cogtestbed.validation.design.kinds import Planned
+    from cogtestbed.planning.kinds import Planned
 
     stub = Planned({"chosen": {"stub": True}}, "trials")
     if kind == "precision":
-        monkeypatch.setattr("cogtestbed.validation.design.request.run_precision", lambda *a, **k: stub)
+        monkeypatch.setattr("cogtestbed.planning.request.run_precision", lambda *a, **k: stub)
         exp, opts = EXP, {"model": "rw-pm", "precision": "optimism_bias=0.2", "subjects": "1:4"}
         api_opts: dict[str, Any] = {**opts, "precision": {"optimism_bias": 0.2}, "subjects": (1, 4)}
     else:
-        monkeypatch.setattr("cogtestbed.validation.design.adaptive_plan.run_adaptive", lambda *a, **k: stub)
+        monkeypatch.setattr("cogtestbed.planning.kinds.adaptive.adaptive_plan.run_adaptive", lambda *a, **k: stub)
         exp, opts = "temporal-discounting", {"adaptive": "k", "precision": "k=1.0", "trials": "1:12"}
         api_opts = {**opts, "adaptive": ["k"]}
     args = [a for k, v in opts.items() for a in ("--" + k, v)]

@@ -268,7 +268,7 @@ def test_spektor_refusals_are_one_line(tmp_path: Path) -> None:
 
 
 def test_psych201_choice_cue_ends_a_completion_prompt() -> None:
-    from cogtestbed.validation.conformance.suite import prompt_form_problems
+    from cogtestbed.conformance.suite import prompt_form_problems
 
     assert prompt_form_problems("Session 1:\nThe outcomes ... You choose <<", "<<") == []
     assert prompt_form_problems("Session 1:\nThe outcomes ... You choose <<")  # no declared cue: mid-sentence

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 
 from cogtestbed.errors import InputError
-from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.design import seqamortised
-from cogtestbed.validation.design.seqamortised import (
+from cogtestbed.planning.kinds.sequential import seqamortised
+from cogtestbed.planning.kinds.sequential.seqamortised import (
     ESTIMATOR,
     GRID_POINTS,
     MAX_NODES,
@@ -24,8 +23,9 @@ from cogtestbed.validation.design.seqamortised import (
     train,
     trainable,
 )
-from cogtestbed.validation.design.seqfit import AUTO_FIT, SubjectFit
-from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.planning.kinds.sequential.seqfit import AUTO_FIT, SubjectFit
+from cogtestbed.registry import experiment_names, get_experiment
+from cogtestbed.studies.driver import study_spec
 
 #: Families whose every-family test takes 10-15 CPU s (data preparation of about 10 ms a subject): slow tests.
 SLOW = {"belief-coherence/loss", "belief-coherence/mnl", "magnitude/kalman", "magnitude/linear",
@@ -62,7 +62,7 @@ def _spec(experiment: str, model: str, size: float | None = None, seed: int = 0)
 
 
 def _fresh(spec, n: int, part: int):  # type: ignore[no-untyped-def]
-    from cogtestbed.validation.studies.model_studies import one_sample_null, one_sample_values
+    from cogtestbed.studies.model_studies import one_sample_null, one_sample_values
 
     model = get_experiment(spec.experiment).model(spec.models[0])
     table, true = seqamortised._subjects(spec, model, None, 1, n, np.random.SeedSequence([spec.seed, 99, part]))
@@ -159,10 +159,10 @@ def test_coefficients_for_another_grid_are_refused() -> None:
 def test_run_looks_compute_the_amortised_statistic_the_plan_simulated() -> None:
     """A run's look with the plan's recorded amortised statistic gives the Z the plan simulated from the same
     subjects (``seqsim.subject_contrasts`` then ``prefix_z``)."""
-    from cogtestbed.validation.design.runlooks import _model_statistic
-    from cogtestbed.validation.design.seqpayload import statistic_name
-    from cogtestbed.validation.design.seqsim import _chunk_table, prefix_z, subject_contrasts
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.kinds.sequential.runlooks import _model_statistic
+    from cogtestbed.planning.kinds.sequential.seqpayload import statistic_name
+    from cogtestbed.planning.kinds.sequential.seqsim import _chunk_table, prefix_z, subject_contrasts
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment("instrumental-learning")
     model = exp.model("rw-pm")
@@ -186,7 +186,7 @@ def test_a_malformed_amortised_record_is_refused_in_one_line() -> None:
 
 
 def test_record_fit_names_the_amortised_statistic_and_its_choice() -> None:
-    from cogtestbed.validation.design.seqauto import auto_lines, record_fit
+    from cogtestbed.planning.kinds.sequential.seqauto import auto_lines, record_fit
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.2, seed=0, trials=(24,))

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from cogtestbed.validation.design import seqauto
-from cogtestbed.validation.design.seqpaths import boundaries
-from cogtestbed.validation.design.seqplan import operate
-from cogtestbed.validation.design.sequential import (
+from cogtestbed.planning.kinds.sequential import seqauto
+from cogtestbed.planning.kinds.sequential.seqpaths import boundaries
+from cogtestbed.planning.kinds.sequential.seqplan import operate
+from cogtestbed.planning.kinds.sequential.sequential import (
     check_spending,
     constant_bounds,
     efficacy_bounds,
@@ -119,7 +119,7 @@ def test_fair_fixed_calibrates_a_liberal_statistic() -> None:
 
 
 def test_looks_option_checks() -> None:
-    from cogtestbed.validation.design.request import check_sequential_options, looks_option
+    from cogtestbed.planning.request import check_sequential_options, looks_option
 
     assert looks_option("auto") == "auto" and looks_option("5") == 5 and looks_option(None) is None
     with pytest.raises(ValueError, match="`looks` must be"):
@@ -136,7 +136,7 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
     studies, names how its bounds were set and how futility counts, states the saving against the
     calibrated fixed test, and its run section is one ``run --plan`` accepts."""
     import cogtestbed as ct
-    from cogtestbed.validation.design.seqpaths import checked_sequential
+    from cogtestbed.planning.kinds.sequential.seqpaths import checked_sequential
 
     plan = ct.plan("instrumental-learning", model="rw-pm", effect="optimism_bias=0.5", power=0.8,
                    llm="openai:gpt-4o-mini", looks="auto", seq_sims=200, null_sims=200, workers=2)
@@ -170,7 +170,7 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
 
 def test_output_names_bounds_method_and_futility_rule() -> None:
     """The text report says how the bounds were set and whether futility counts in the type-I error."""
-    from cogtestbed.validation.design.seqpayload import _bounds_lines
+    from cogtestbed.planning.kinds.sequential.seqpayload import _bounds_lines
 
     d = {"futility": [0.1, 2.0], "futility_binding": False,
          "calibration": {"method": "analytic bounds", "null_sims": 1000, "nominal_rate": 0.024,
@@ -190,8 +190,8 @@ def test_subjects_fitted_counts_each_simulated_subject_once(monkeypatch: pytest.
     simulations fitted, each once: the null-study simulators are copies of the effect studies' and must start
     their count at 0 (they carried it over, counting the effect and confirmation studies twice: issue 54 item 4).
     The simulation is replaced by normal paths that report ``reps × n_top`` subjects per block."""
-    from cogtestbed.validation.design import seqsim
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.planning.kinds.sequential import seqsim
+    from cogtestbed.studies.driver import study_spec
 
     fitted: list[int] = []
 
@@ -222,7 +222,7 @@ def test_the_looks_auto_saving_is_against_the_mle_test_at_equal_power() -> None:
 
     from scipy import stats
 
-    from cogtestbed.validation.design.seqfair import mle_equal_power, mle_power_curve
+    from cogtestbed.planning.kinds.sequential.seqfair import mle_equal_power, mle_power_curve
 
     def point(n: int, trials: int) -> SimpleNamespace:
         return SimpleNamespace(subjects=n, as_dict=lambda: {"subjects": n, "trials": trials, "runs": 1})

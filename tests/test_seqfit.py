@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from cogtestbed.inference.optim import FTOL, GTOL, MAX_ITER
-from cogtestbed.registry import experiment_names, get_experiment
-from cogtestbed.validation.design.seqfit import (
+from cogtestbed.planning.kinds.sequential.seqfit import (
     AGREEMENT,
     AGREEMENT_TOL,
     AUTO_FIT,
@@ -23,7 +22,8 @@ from cogtestbed.validation.design.seqfit import (
     fit_of,
     iteration_agreement,
 )
-from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.registry import experiment_names, get_experiment
+from cogtestbed.studies.driver import study_spec
 
 
 def _spec(effect_size: float, seed: int, trials: int = 96):  # type: ignore[no-untyped-def]
@@ -32,8 +32,8 @@ def _spec(effect_size: float, seed: int, trials: int = 96):  # type: ignore[no-u
 
 
 def _contrasts(spec, n: int, seed: int, fits):  # type: ignore[no-untyped-def]
-    from cogtestbed.validation.design.seqsim import _chunk_table, subject_contrasts
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.kinds.sequential.seqsim import _chunk_table, subject_contrasts
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment("instrumental-learning")
     model = exp.model("rw-pm")
@@ -149,9 +149,9 @@ def test_auto_fit_is_cheaper_and_recorded() -> None:
 def test_run_looks_compute_the_statistic_the_auto_plan_simulated() -> None:
     """A run's look (``_model_statistic``) with the plan's recorded fit gives the Z the plan simulated from
     the same subjects fitted by the auto fit."""
-    from cogtestbed.validation.design.runlooks import _model_statistic
-    from cogtestbed.validation.design.seqpayload import statistic_name
-    from cogtestbed.validation.design.seqsim import prefix_z
+    from cogtestbed.planning.kinds.sequential.runlooks import _model_statistic
+    from cogtestbed.planning.kinds.sequential.seqpayload import statistic_name
+    from cogtestbed.planning.kinds.sequential.seqsim import prefix_z
 
     spec = _spec(0.4, 5, trials=24)
     (values,), table = _contrasts(spec, 8, 11, [AUTO_FIT])
@@ -167,7 +167,7 @@ def test_same_seed_same_auto_fit_paths() -> None:
     """The auto fit's simulated paths are the seed's: the same again, others with another seed, and not
     the full fitter's (the statistic differs where the coarse search does; one and two workers: the slow
     test below)."""
-    from cogtestbed.validation.design.seqsim import Simulator
+    from cogtestbed.planning.kinds.sequential.seqsim import Simulator
 
     def paths(seed: int, workers: int, fit: SubjectFit = AUTO_FIT) -> np.ndarray:
         sim = Simulator(24, 1, 6, (3, 6), 100, seed, workers, width=3, fit=fit)
@@ -184,7 +184,7 @@ def test_same_seed_same_auto_fit_paths() -> None:
 def test_same_seed_same_auto_plan() -> None:
     """Two searches of the same seed (one and two workers) give the same chosen design, error rates and
     fixed comparator; another seed gives another comparator (about 10 CPU s a search)."""
-    from cogtestbed.validation.design.seqauto import plan_auto
+    from cogtestbed.planning.kinds.sequential.seqauto import plan_auto
 
     def run(seed: int, workers: int):  # type: ignore[no-untyped-def]
         spec = _spec(0.5, seed)
@@ -205,10 +205,10 @@ def test_auto_plan_type1_bound_held_on_more_fresh_nulls() -> None:
     studies per set: the amortised estimate) prints its fresh type-I with the one-sided upper bound and MC SE, and
     its chosen bounds, re-run on 2,000 further null studies of a seed stream no part of the plan used (the same
     statistic), keep the one-sided 95 % upper bound ≤ .05 (about 20 CPU s)."""
-    from cogtestbed.validation.design.seqauto import FRESH_NULL_FACTOR, plan_auto, strip_futility
-    from cogtestbed.validation.design.seqfair import type1_check
-    from cogtestbed.validation.design.seqplan import direction, null_spec, operate
-    from cogtestbed.validation.design.seqsim import Simulator
+    from cogtestbed.planning.kinds.sequential.seqauto import FRESH_NULL_FACTOR, plan_auto, strip_futility
+    from cogtestbed.planning.kinds.sequential.seqfair import type1_check
+    from cogtestbed.planning.kinds.sequential.seqplan import direction, null_spec, operate
+    from cogtestbed.planning.kinds.sequential.seqsim import Simulator
 
     spec = _spec(0.3, 0)
     auto = plan_auto(spec, 14, 96, 1, 0.8, sims=200, null_sims=200, workers=2)
@@ -229,7 +229,7 @@ def test_auto_plan_type1_bound_held_on_more_fresh_nulls() -> None:
 def test_record_fit_names_the_statistic_in_plan_json_and_the_text() -> None:
     """``plan --looks auto``'s section records the fit in the design's statistic (what ``run --plan`` reads),
     says it in the note and the text's ``statistic:`` line; a plan without a design still says it."""
-    from cogtestbed.validation.design.seqauto import auto_lines, record_fit
+    from cogtestbed.planning.kinds.sequential.seqauto import auto_lines, record_fit
 
     spec = _spec(0.2, 0)
     searched = {"rules": 10, "looks": [2, 3], "spending": ["pocock"], "maximum_sizes": [4, 8], "effect_sims": 5,

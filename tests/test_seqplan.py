@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from cogtestbed.planning.kinds.sequential.seqpaths import Boundaries, boundaries, z_from_p
+from cogtestbed.planning.kinds.sequential.seqplan import check_looks, look_sizes, operate, plan_sequential
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.seqpaths import Boundaries, boundaries, z_from_p
-from cogtestbed.validation.design.seqplan import check_looks, look_sizes, operate, plan_sequential
-from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.studies.driver import study_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,10 +79,10 @@ def test_model_target_sequential_plan_tiny():
 def test_reused_fits_give_the_run_s_refitted_statistic_and_decision():
     """The plan fits each subject once and tests prefixes of the stored estimates; the run refits
     the finished subjects at every look (``_model_statistic``): the same Z and decision."""
-    from cogtestbed.validation.design.runlooks import _model_statistic
-    from cogtestbed.validation.design.seqpayload import statistic_name
-    from cogtestbed.validation.design.seqsim import _chunk_table, prefix_z, subject_contrasts
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.kinds.sequential.runlooks import _model_statistic
+    from cogtestbed.planning.kinds.sequential.seqpayload import statistic_name
+    from cogtestbed.planning.kinds.sequential.seqsim import _chunk_table, prefix_z, subject_contrasts
+    from cogtestbed.studies.study_data import design_for_trials
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.4, seed=5, trials=(24,))
@@ -110,7 +110,7 @@ def _brownian_paths(reps: int, fractions: list[float], seed: int) -> np.ndarray:
 
 
 def test_calibration_recovers_normal_theory_and_holds_on_an_independent_null():
-    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift, null_scores
 
     t = [0.2, 0.4, 0.6, 0.8, 1.0]
     calib, fresh = _brownian_paths(20_000, t, 1), _brownian_paths(20_000, t, 2)
@@ -236,8 +236,8 @@ def _model_plan(path: Path, experiment: str, llm: str, bounds: Any, futility: bo
     """A plan.json of a sequential model-effect plan (``bounds``' looks, one session a subject)."""
     import json
 
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.plan_report import PLAN_VERSION
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment(experiment)
     design = {**bounds.as_dict(), "size_axis": "subjects", "futility_rule": futility, "direction": 1.0,
@@ -311,7 +311,7 @@ def test_rw_optimism_bias_sequential_error_rates_and_saving():
     """The headline cell: RW± optimism bias 0.2, 80 % power, alpha .05, 26 subjects x 96 trials fixed
     (the fixed plan's choice), 10 Pocock looks with binding futility (calibrated with futility obeyed,
     as before issue 40 made non-binding the default), 1,000 sequential studies per hypothesis."""
-    from cogtestbed.validation.design.seqfair import upper_bound
+    from cogtestbed.planning.kinds.sequential.seqfair import upper_bound
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.2, seed=0, trials=(96,))
@@ -329,8 +329,8 @@ def _pair_plan(path: Path, llms: tuple[str, str], sizes: tuple[int, ...] = (2, 4
     """A plan.json of a sequential two-step model-basedness difference between two LLMs."""
     import json
 
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.plan_report import PLAN_VERSION
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment("two-step")
     bounds = boundaries(sizes, 0.05, "pocock", False, 0.8)
@@ -346,9 +346,9 @@ def _pair_plan(path: Path, llms: tuple[str, str], sizes: tuple[int, ...] = (2, 4
 
 
 def test_pair_statistic_is_the_plans_difference_test():
-    from cogtestbed.validation.design.runlooks import pair_statistic
-    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
-    from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
+    from cogtestbed.planning.kinds.sequential.runlooks import pair_statistic
+    from cogtestbed.studies.metric_studies import difference_test, metric_value
+    from cogtestbed.studies.study_data import design_for_trials, simulate_runs
 
     exp = get_experiment("two-step")
     design = design_for_trials(exp, 30, {})
@@ -471,8 +471,8 @@ def test_sequential_pair_run_on_valid_answers_stops_by_its_rule(tmp_path, monkey
     from typer.testing import CliRunner
 
     from cogtestbed.cli import app
+    from cogtestbed.planning.plan_report import PLAN_VERSION
     from cogtestbed.registry import read_trials
-    from cogtestbed.validation.design.plan_report import PLAN_VERSION
 
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     exp = get_experiment("revealed-belief")
@@ -503,10 +503,10 @@ def test_sequential_pair_run_on_valid_answers_stops_by_its_rule(tmp_path, monkey
 def test_a_subject_without_an_estimate_is_left_out_of_the_look_not_turned_into_z_0():
     """One subject with no valid trial used to make the look's mean and t-test NaN, recorded as
     Z = 0 (futility). The run leaves that subject out, as the plan's simulation does."""
-    from cogtestbed.validation.design.runlooks import _model_statistic
-    from cogtestbed.validation.design.seqpayload import statistic_name
-    from cogtestbed.validation.design.seqsim import _chunk_table, prefix_z, subject_contrasts
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.planning.kinds.sequential.runlooks import _model_statistic
+    from cogtestbed.planning.kinds.sequential.seqpayload import statistic_name
+    from cogtestbed.planning.kinds.sequential.seqsim import _chunk_table, prefix_z, subject_contrasts
+    from cogtestbed.studies.study_data import design_for_trials
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.6, seed=5, trials=(24,))
@@ -548,7 +548,7 @@ def test_a_hand_edited_sequential_section_is_refused_before_any_call(tmp_path, e
     """plan.json's run.sequential is validated when the plan is loaded, before look 1's calls."""
     import json
 
-    from cogtestbed.validation.design.plan_report import load_plan
+    from cogtestbed.planning.plan_report import load_plan
 
     path = _sequential_plan(tmp_path, True)
     plan = json.loads(path.read_text())
@@ -595,7 +595,7 @@ def test_two_step_prefix_metrics_equal_the_metrics_of_each_prefix():
     each prefix of a table with invalid answers, to rounding; too-small prefixes fall back to it."""
     from cogtestbed.lapse import Lapse
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_data import design_for_trials, simulate_runs
+    from cogtestbed.studies.study_data import design_for_trials, simulate_runs
 
     exp = get_experiment("two-step")
     table = simulate_runs(exp, "hybrid", 30, 3, {"w": 0.3, "beta": 5.0}, design_for_trials(exp, 20, {}),
@@ -614,11 +614,11 @@ def test_two_step_prefix_metrics_equal_the_metrics_of_each_prefix():
 def test_metric_path_tests_every_prefix_as_the_fixed_plan_tests_it():
     """The sequential simulation's vectorised difference test (issue 40's speed: every prefix of a
     two-step path at once) gives the fixed plan's per-prefix difference_test and z_from_p."""
+    from cogtestbed.planning.kinds.sequential.seqpaths import _metric_path, z_from_p
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqpaths import _metric_path, z_from_p
-    from cogtestbed.validation.studies.metric_studies import difference_test, metric_value
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_runs
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.studies.metric_studies import difference_test, metric_value
+    from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_runs
+    from cogtestbed.studies.study_kinds import study_spec
 
     spec = study_spec(kind="metric-power", experiment="two-step", agent="hybrid", params={"beta": 5.0},
                       metric="model_basedness", compare=({"w": 0.3}, {"w": 0.45}), seed=0)
@@ -639,7 +639,7 @@ def test_metric_path_tests_every_prefix_as_the_fixed_plan_tests_it():
 
 
 def test_candidate_maxima_lie_on_a_one_percent_grid_with_the_fixed_size():
-    from cogtestbed.validation.design.seqplan import candidate_maxima
+    from cogtestbed.planning.kinds.sequential.seqplan import candidate_maxima
 
     assert candidate_maxima(20, 33, 26) == list(range(20, 34))  # small sizes: every size
     grid = candidate_maxima(1023, 1599, 1279)
@@ -654,8 +654,8 @@ def test_every_look_at_once_decides_as_look_by_look() -> None:
     bound) and paths with missing looks, in every direction."""
     import math
 
-    from cogtestbed.validation.design.seqpaths import CONTINUE, EFFICACY, EFFICACY_OTHER, FUTILITY
-    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
+    from cogtestbed.planning.kinds.sequential.seqpaths import CONTINUE, EFFICACY, EFFICACY_OTHER, FUTILITY
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift, null_scores
 
     def by_look(b: Boundaries, z: np.ndarray, cols: tuple[int, ...], d: float, ed: float | None) -> tuple:
         alive, rejected = np.ones(z.shape[0], bool), np.zeros(z.shape[0], bool)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cogtestbed.validation.design.sequential import (
+from cogtestbed.planning.kinds.sequential.sequential import (
     crossing_probabilities,
     efficacy_bounds,
     expected_information,

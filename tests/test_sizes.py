@@ -11,8 +11,8 @@ import typer.main
 
 from cogtestbed.cli import app, run_cli
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.sizes import design_label, split_design
-from cogtestbed.validation.studies.study_data import design_for_trials
+from cogtestbed.studies.sizes import design_label, split_design
+from cogtestbed.studies.study_data import design_for_trials
 
 MAGNITUDE_ONE_TASK = ["--design", "task=marker-location", "--design", 'conditions=["base"]',
                       "--design", 'modalities=["text"]']
@@ -135,7 +135,7 @@ def test_estimates_at_a_bound_are_found() -> None:
     import numpy as np
 
     from cogtestbed.parameters import Parameter
-    from cogtestbed.validation.studies.recovery_checks import at_bound
+    from cogtestbed.studies.recovery_checks import at_bound
 
     beta = Parameter("beta", 0.0, 1e5, 5.0, transform="log")
     assert at_bound(np.array([5.0, 1e5, 99999.99, 12.0]), beta).tolist() == [False, True, True, False]
@@ -228,10 +228,10 @@ def test_plan_refuses_two_lists(capsys, extra: list[str], message: str) -> None:
 def test_a_searched_field_reaches_every_part_of_a_design_point() -> None:
     """A metric difference (two LLMs' settings) sized in runs with n_reps searched: the point's study,
     design, dry-run price and label all carry the field's value."""
-    from cogtestbed.validation.design.plan import Planner
-    from cogtestbed.validation.design.pricing import Pricer
-    from cogtestbed.validation.design.space import Axis, design_axes, study_at
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.planning.plan import Planner
+    from cogtestbed.planning.pricing import Pricer
+    from cogtestbed.planning.space import Axis, design_axes, study_at
+    from cogtestbed.studies.driver import study_spec
 
     exp = get_experiment("belief-coherence")
     spec = study_spec(kind="metric-power", experiment=exp.name, agent="leak", metric="t1_cmi",
@@ -265,12 +265,12 @@ def test_plan_searches_a_field_for_a_metric_difference(capsys) -> None:
 def test_a_plan_whose_simulation_fails_on_its_input_says_so_in_one_line(monkeypatch) -> None:
     """The planner's tasks raise as the study driver's: bad input (here belief coherence's accuracy, a
     mapping per subject, which cannot be differenced) is a one-line StudyInputError, not a traceback."""
-    import cogtestbed.validation.design.power_sims as power_sims
-    from cogtestbed.validation.design.power_sims import PowerEvaluator
-    from cogtestbed.validation.design.space import Point
-    from cogtestbed.validation.errors import StudyInputError
-    from cogtestbed.validation.studies.driver import StudyTaskError, study_spec
-    from cogtestbed.validation.studies.metric_studies import unit_values
+    import cogtestbed.planning.kinds.power.power_sims as power_sims
+    from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
+    from cogtestbed.planning.space import Point
+    from cogtestbed.studies.driver import StudyTaskError, study_spec
+    from cogtestbed.studies.metric_studies import unit_values
+    from cogtestbed.study_errors import StudyInputError
 
     with pytest.raises(ValueError, match="metric 'accuracy' is a nested mapping for each unit, not a number"):
         unit_values({"per_subject": [{"accuracy": {"pi0": 0.5}}]}, "accuracy", "per_subject")
@@ -289,8 +289,8 @@ def test_a_comma_value_of_a_non_integer_field_is_its_value_not_a_size_list():
     """belief coherence's ``evidence=smoke,asia`` is one value (as ``simulate`` and ``run`` take it),
     so plan searches the one integer list beside it; a comma list on a name that is no field is refused."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.sizes import plan_design
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.sizes import plan_design
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment("belief-coherence")
     fixed, trials, searched = plan_design(exp, ["network=asia", "evidence=smoke,asia", "n_reps=1,2"])

@@ -20,7 +20,7 @@ pytest.importorskip("transformers")
 from cogtestbed.llm_adapters import make_client  # noqa: E402
 from cogtestbed.llm_adapters.clients.base import BackendUnavailable  # noqa: E402
 from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
-from cogtestbed.validation.runs.real_model import (  # noqa: E402
+from cogtestbed.runs.real_model import (  # noqa: E402
     SHORT_DESIGNS,
     parse_reason,
     run_session,

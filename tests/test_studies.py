@@ -17,9 +17,9 @@ from versions import assert_exact_versions
 
 from cogtestbed.cli import app
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.driver import StudySpec, run_study, study_spec
-from cogtestbed.validation.studies.report import write_study
-from cogtestbed.validation.studies.study_data import design_for_trials
+from cogtestbed.studies.driver import StudySpec, run_study, study_spec
+from cogtestbed.studies.report import write_study
+from cogtestbed.studies.study_data import design_for_trials
 
 EXP = "instrumental-learning"
 

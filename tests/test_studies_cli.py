@@ -13,7 +13,7 @@ from tolerance import assert_close, assert_frames_close
 from versions import assert_exact_versions
 
 from cogtestbed.cli import main
-from cogtestbed.validation.studies.driver import run_study, study_spec
+from cogtestbed.studies.driver import run_study, study_spec
 
 
 def _cli(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> tuple[int, str, str]:

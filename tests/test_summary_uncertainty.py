@@ -67,9 +67,9 @@ def test_the_plans_recovery_names_its_test_and_the_estimands_scale() -> None:
     """The LLM-against-people λ plan compares λ by the rank test on the log scale: its summary says so
     (its estimand 1.31 for an asked 0.5 is a difference of mean log λ, not of λ)."""
     from cogtestbed.formatting import num
-    from cogtestbed.validation.design.plan_text import recovery_line
-    from cogtestbed.validation.design.recovery import test_and_scale
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.planning.plan_text import recovery_line
+    from cogtestbed.planning.recovery import test_and_scale
+    from cogtestbed.studies.study_kinds import study_spec
 
     model = get_experiment("risky-choice").model("prospect-theory")
     two = study_spec(kind="power", experiment="risky-choice", models=("prospect-theory",), effect="lambda",

@@ -13,8 +13,8 @@ import pytest
 
 import cogtestbed as ct
 from cogtestbed.no_data import pearson_r
-from cogtestbed.validation.studies.plots import plot_recovery as plot_study_recovery
-from cogtestbed.validation.studies.summaries import recovery_summary
+from cogtestbed.studies.plots import plot_recovery as plot_study_recovery
+from cogtestbed.studies.summaries import recovery_summary
 
 #: A constant in floating point: the truth of a parameter every subject shares.
 NEAR_CONSTANT = np.array([0.3, 0.30000000000000004, 0.3, 0.29999999999999993, 0.3, 0.3] * 2)

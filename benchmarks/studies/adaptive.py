@@ -5,7 +5,7 @@ Synthetic subjects are drawn from the prior of the experiment's adaptive model (
 declared normal prior on its unconstrained scale); each plays ``--trials`` adaptive trials (through
 the environment, as an LLM would) and the same number of fixed trials (one seeded random order of the
 whole design space, the same for every subject).  Both arms hold the same grid posterior
-(:mod:`cogtestbed.validation.design.adaptive`).  Figures are at the last trial, on the unconstrained
+(:mod:`cogtestbed.planning.kinds.adaptive.adaptive`).  Figures are at the last trial, on the unconstrained
 scale (log k, log temperature), with Monte-Carlo SEs (SD and coverage: over subjects; r: (1 − r²)/√(n−1);
 trials ratio: bootstrap over subjects, 200 resamples).  Coverage of a calibrated posterior is 90 %
 (the issue's bar: 85-95 %); the goal for the ratio is ≤ 1/3.
@@ -28,7 +28,7 @@ import time
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core: no BLAS threads spinning
     os.environ.setdefault(_var, "1")
 
-from cogtestbed.validation.design.adaptive import ARMS, compare, summarise  # noqa: E402
+from cogtestbed.planning.kinds.adaptive.adaptive import ARMS, compare, summarise  # noqa: E402
 
 #: The designs the issue names: (experiment, targets) run by default.
 DEFAULT_RUNS = (("temporal-discounting", "k"), ("temporal-discounting", "k,temperature"))

@@ -25,7 +25,7 @@ import cogtestbed as ct  # noqa: E402
 from cogtestbed.experiments._adaptive import AdaptiveDecl, adaptive_model  # noqa: E402
 from cogtestbed.inference.adaptive import AdaptiveDesigner  # noqa: E402
 from cogtestbed.inference.adaptive_magnitude import adaptive_space  # noqa: E402
-from cogtestbed.validation.design.adaptive import prior_draws  # noqa: E402
+from cogtestbed.planning.kinds.adaptive.adaptive import prior_draws  # noqa: E402
 
 
 def main() -> None:

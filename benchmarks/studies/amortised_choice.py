@@ -29,7 +29,7 @@ from amortised_statistic import FAMILIES, Family  # noqa: E402
 
 
 def spec_of(f: Family) -> Any:
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.studies.driver import study_spec
 
     trials = {"trials": (f.trials,)} if f.trials else {}
     return study_spec(kind="power", experiment=f.experiment, models=(f.model,), effect=f.effect, effect_size=f.size,
@@ -38,7 +38,7 @@ def spec_of(f: Family) -> Any:
 
 def row(name: str, f: Family) -> list[str]:
     """One family's choice, as the plan makes it."""
-    from cogtestbed.validation.design import seqamortised
+    from cogtestbed.planning.kinds.sequential import seqamortised
 
     spec = spec_of(f)
     null = spec.model_copy(update={"effect_size": 0.0})

@@ -81,7 +81,7 @@ FAMILIES: dict[str, Family] = {
 
 
 def spec_of(f: Family, size: float) -> Any:
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.studies.driver import study_spec
 
     trials = {"trials": (f.trials,)} if f.trials else {}
     return study_spec(kind="power", experiment=f.experiment, models=(f.model,), effect=f.effect, effect_size=size,
@@ -93,8 +93,8 @@ def simulate(f: Family, size: float, n: int, seed: int,
     """(spec, trial table, true parameters) of ``n`` subjects at population effect ``size`` (the between-subject SD
     times ``sd_factor``)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import power_parameters
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
+    from cogtestbed.studies.model_studies import power_parameters
+    from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_model
 
     exp = get_experiment(f.experiment)
     model = exp.model(f.model)
@@ -111,7 +111,7 @@ def feasible(f: Family) -> list[float]:
     (a median on a bound, e.g. a discount rate k = 0, puts every subject's effect at about -690 on a log scale, and
     such subjects would dominate the regression's squared loss)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import population_medians
+    from cogtestbed.studies.model_studies import population_medians
 
     model = get_experiment(f.experiment).model(f.model)
     out = []
@@ -134,10 +134,10 @@ class Amortised:
     """The grid-profile features of one family and grid, and the ridge regression trained on them."""
 
     def __init__(self, f: Family, g: int) -> None:
+        from cogtestbed.planning.kinds.sequential.seqfit import SubjectFit
         from cogtestbed.registry import get_experiment
-        from cogtestbed.validation.design.seqfit import SubjectFit
-        from cogtestbed.validation.studies.model_studies import one_sample_null, one_sample_values
-        from cogtestbed.validation.studies.study_data import fitted_model
+        from cogtestbed.studies.model_studies import one_sample_null, one_sample_values
+        from cogtestbed.studies.study_data import fitted_model
 
         self.f = f
         self.model = get_experiment(f.experiment).model(f.model)
@@ -155,7 +155,7 @@ class Amortised:
     def features(self, table: Any, n: int) -> np.ndarray:
         """Each subject's design row (NaN for a subject without a valid trial): the product's features
         (``seqamortised.design_rows``)."""
-        from cogtestbed.validation.design.seqamortised import design_rows
+        from cogtestbed.planning.kinds.sequential.seqamortised import design_rows
 
         nll = np.full((n, len(self.grid)), np.nan)
         for key, d in self.fitter.subject_data(table).items():
@@ -168,7 +168,7 @@ class Amortised:
         """Fit the regression on ``subjects`` simulated subjects; its training R².  The effect at each grid node is
         first clipped into the training truths' 0.1-99.9 % range (a node at a bound can sit at -inf on a log scale:
         hyperbolic k = 0)."""
-        from cogtestbed.validation.studies.model_studies import one_sample_values
+        from cogtestbed.studies.model_studies import one_sample_values
 
         self.multiples = feasible(self.f)
         per = max(1, subjects // len(self.multiples))
@@ -212,8 +212,8 @@ def paired_se(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
 
 def measure(name: str, f: Family, n: int, train: int, grids: Sequence[int]) -> list[list[str]]:
     """The table's rows for one family."""
-    from cogtestbed.validation.design.seqfit import AUTO_FIT, FULL_FIT
-    from cogtestbed.validation.design.seqsim import subject_contrasts
+    from cogtestbed.planning.kinds.sequential.seqfit import AUTO_FIT, FULL_FIT
+    from cogtestbed.planning.kinds.sequential.seqsim import subject_contrasts
 
     est: dict[str, list[np.ndarray]] = {}
     cpu: dict[str, float] = {}

@@ -1,5 +1,5 @@
 """Every end a batch can have, on the fault-injecting batch server (issue 48 item 1; 127.0.0.1 only,
-the tiny random chat model behind :mod:`cogtestbed.llm_adapters.servers.emulators.batch`).
+the tiny random chat model behind :mod:`support.batch_emulator`).
 
 A 2-subject collider run (its 40 requests in one batch) meets each fault in its first batch — failed,
 expired, cancelled, gone (HTTP 404 after it was created), a corrupt result line (with and without its
@@ -23,9 +23,9 @@ from typing import Any
 from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # support.batch_emulator
 import batch_mode  # noqa: E402 - the study beside this one: prices, models, run arguments
-
-from cogtestbed.llm_adapters.servers.emulators.batch import BatchFault  # noqa: E402
+from support.batch_emulator import BatchFault  # noqa: E402
 
 SUBJECTS = 2
 #: Every line of the faulty batch.
@@ -53,7 +53,7 @@ def usd(prompt: int, completion: int) -> float:
 
 def clean_trials(root: Path) -> list[Any]:
     """The trial table of a run that meets no fault."""
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
 
     with serve_batches(BatchEmulator(batch_mode.models(), polls=2)) as url:
         code = batch_mode.cli(batch_mode.run_args("collider", "openai", url, root / "clean", SUBJECTS))[0]
@@ -66,10 +66,11 @@ def fault_row(name: str, root: Path, clean: list[Any]) -> dict[str, Any]:
     import contextlib
     import io
 
+    from support.batch_emulator import BatchEmulator, serve_batches
+
     from cogtestbed.cli import run_cli
     from cogtestbed.llm_adapters.middleware.batch.record import open_ledger_ids
     from cogtestbed.llm_adapters.middleware.limits import read_ledger
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
 
     fault, unknown, _ = FAULTS[name]
     emulator = BatchEmulator(batch_mode.models(), polls=2, faults=[fault])

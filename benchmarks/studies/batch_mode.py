@@ -1,5 +1,5 @@
 """Batch mode on the local batch-endpoint emulator (issue 39 item 6; 127.0.0.1 only, the tiny random chat
-model behind :mod:`cogtestbed.llm_adapters.servers.emulators.batch`).
+model behind :mod:`support.batch_emulator`).
 
 Part 1, accounting: ``run --batch`` against ``run --batch --dry-run`` for OpenAI's Batch API and
 Anthropic's Message Batches, on collider (no prompt renders an answer) and two-step (each prompt
@@ -34,6 +34,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 from unittest import mock
+
+#: The batch APIs' emulator lives with the tests (tests/support/batch_emulator.py), outside the wheel.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
 #: Example price of the tiny model (USD per million tokens) and the providers' documented batch discount.
 PRICE_IN, PRICE_OUT, DISCOUNT = 1000.0, 2000.0, 0.5
@@ -84,7 +87,8 @@ def _trials(out: Path) -> list[Any]:
 
 def accounting_row(experiment: str, backend: str, root: Path, subjects: int) -> dict[str, Any]:
     """One clean batch run against its dry run and against the same sessions sent one by one."""
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
+
     from cogtestbed.llm_adapters.servers.server import Billing, serve
 
     tag = f"{experiment}-{backend}"
@@ -116,7 +120,7 @@ def accounting_row(experiment: str, backend: str, root: Path, subjects: int) -> 
 def fault_row(backend: str, root: Path, subjects: int = 3) -> dict[str, Any]:
     """Expiry and a failed request (500) in the first two batches: re-asked, trials as a clean run's
     (the accounting part's collider run of as many subjects)."""
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, BatchFault, serve_batches
+    from support.batch_emulator import BatchEmulator, BatchFault, serve_batches
 
     os.environ["COGTESTBED_CACHE"] = str(root / f"fault-{backend}-cache.sqlite")
     emulator = BatchEmulator(models(), polls=2, faults=[BatchFault(expire_after=1), BatchFault(errors=(0,))])
@@ -147,7 +151,7 @@ def _wait_for(path: Path, predicate: Any, proc: subprocess.Popen[str], seconds: 
 
 def kill_row(backend: str, root: Path, subjects: int) -> dict[str, Any]:
     """SIGKILL a real run while it polls its batch, resume it; compare with an uninterrupted run."""
-    from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches
+    from support.batch_emulator import BatchEmulator, serve_batches
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}

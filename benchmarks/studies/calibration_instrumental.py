@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 
-from cogtestbed.validation.studies.driver import run_study, study_spec
+from cogtestbed.studies.driver import run_study, study_spec
 
 EXP = "instrumental-learning"
 

@@ -103,7 +103,7 @@ def mean_se(x: np.ndarray) -> tuple[float, float]:
 # ----------------------------------------------------------------------------- fresh simulations
 def study_of(payload: Mapping[str, Any]) -> Any:
     """The plan's study (its ``study`` block) as the package's study spec."""
-    from cogtestbed.validation.studies.study_kinds import load_study
+    from cogtestbed.studies.study_kinds import load_study
 
     return load_study(json.dumps(payload["study"]))
 
@@ -111,7 +111,7 @@ def study_of(payload: Mapping[str, Any]) -> Any:
 def fresh_power_rows(spec: Any, subjects: int, sims: int, seed: int, effect: float | None = None) -> Any:
     """``sims`` fresh studies of ``spec`` at ``subjects`` (``effect``: the effect size, 0 for the null),
     simulated and fitted by the package's power study on seed ``seed``: one row per study."""
-    from cogtestbed.validation.studies.driver import run_study
+    from cogtestbed.studies.driver import run_study
 
     update: dict[str, Any] = {"seed": seed, "reps": sims, "subjects": (subjects,), "critical_p": None}
     if effect is not None:
@@ -121,7 +121,7 @@ def fresh_power_rows(spec: Any, subjects: int, sims: int, seed: int, effect: flo
 
 def detections(rows: Any, effect: float, level: float) -> np.ndarray:
     """Per study, whether the plan's two-sided test detects (in the effect's direction; any at 0)."""
-    from cogtestbed.validation.studies.model_studies import detected
+    from cogtestbed.studies.model_studies import detected
 
     signed = rows["direction" if "direction" in rows else "estimate"]
     return np.array([detected(float(p), float(d), effect, level)
@@ -132,11 +132,11 @@ def subject_values(spec: Any, n_studies: int, size: int, seed: int, effect: floa
                    fit: Any = None) -> np.ndarray:
     """Per-subject statistics (the contrast on the test's scale less the plan's one-sample null) of
     ``n_studies`` fresh studies of ``size`` subjects each: the package's subject simulator and fitter."""
+    from cogtestbed.planning.kinds.sequential.seqfit import FULL_FIT
+    from cogtestbed.planning.kinds.sequential.seqsim import subject_contrasts
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqfit import FULL_FIT
-    from cogtestbed.validation.design.seqsim import subject_contrasts
-    from cogtestbed.validation.studies.model_studies import one_sample_null, power_subjects
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.model_studies import one_sample_null, power_subjects
+    from cogtestbed.studies.study_data import design_for_trials
 
     if effect is not None:
         spec = spec.model_copy(update={"effect_size": effect})
@@ -234,7 +234,7 @@ def audit_looks(sims: int, looks: int | str = 3) -> list[Row]:
     """A group-sequential plan's power, type-I error, E[n] under the effect, saving and its fixed comparator at
     equal type-I error, the plan's own bounds and statistic applied to fresh studies (every look the t-test on
     the subjects so far)."""
-    from cogtestbed.validation.design.seqamortised import statistic_of
+    from cogtestbed.planning.kinds.sequential.seqamortised import statistic_of
 
     kind = "looks" if looks != "auto" else "looks auto"
     payload = plan_of(looks=looks).to_dict()
@@ -311,7 +311,7 @@ def audit_forms(sims: int) -> list[Row]:
     simulated forms studies tested by the forms-aware test."""
     import cogtestbed as ct
     from cogtestbed.environments.forms import FormDesign
-    from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
+    from cogtestbed.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
 
     payload = ct.plan(EXPERIMENT, model=MODEL, effect={"optimism_bias": 0.2}, llm=LLM, seed=0, **FORMS).payload
     chosen = payload["chosen"]
@@ -353,9 +353,9 @@ def audit_adaptive(sims: int) -> list[Row]:
     trials (its assurance), on fresh subjects: the package's adaptive comparison on another seed."""
     import cogtestbed as ct
     from cogtestbed.experiments._adaptive import adaptive_model
+    from cogtestbed.planning.kinds.adaptive.adaptive import compare
+    from cogtestbed.planning.kinds.adaptive.adaptive_plan import natural_hits
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.adaptive import compare
-    from cogtestbed.validation.design.adaptive_plan import natural_hits
 
     payload = ct.plan("temporal-discounting", adaptive="k", precision={"k": 0.1}, assurance=0.8, llm=LLM,
                       subjects=100, adaptive_sims=100, trials=60, seed=0).payload

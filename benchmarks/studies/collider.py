@@ -1,7 +1,7 @@
 """Collider studies (Rehder & Waldmann 2017; Dettki 2025), printed as JSON lines.
 
 * ``declared``: every study the collider spec declares, on the generic driver
-  (:func:`cogtestbed.validation.studies.driver.run_declared_study`): 3p recovery at judgment noise SD .05
+  (:func:`cogtestbed.studies.driver.run_declared_study`): 3p recovery at judgment noise SD .05
   and .2 (true values uniform on b ∈ [0, .5], m ∈ [.3, 1], p_c ∈ [.2, .8]), 4p recovery, 3p vs
   4p model recovery, LAD validity, explaining-away power.
 * ``sbc``: simulation-based calibration of the hierarchical zero-one-inflated Beta model on
@@ -33,7 +33,7 @@ from cogtestbed.environments.causal import CausalDesign
 from cogtestbed.inference.causal import fit_best, signature_metrics, valid_judgments
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.studies.driver import declared_studies, run_declared_study, run_study, study_spec
+from cogtestbed.studies.driver import declared_studies, run_declared_study, run_study, study_spec
 
 HUMAN_CSV = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "causal" / "human" / "rw17_collider_ce.csv"
 #: The RW17 human 3p fit (Dettki 2025): the base of the biased agents.

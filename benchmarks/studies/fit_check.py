@@ -3,9 +3,9 @@
 RW± optimism bias 0.2 (instrumental learning, rw-pm, the README's plan target) at one design
 (``--subjects`` × ``--trials``, default the README plan's 26 × 96): the effect bias of the plan's
 per-subject MLE t-test on ``--mle-studies`` fresh simulated studies (against the population mean of
-the effect, the t-test's estimand: :func:`cogtestbed.validation.design.recovery.recovery_at`), and the
+the effect, the t-test's estimand: :func:`cogtestbed.planning.recovery.recovery_at`), and the
 hierarchical test's bias, coverage and power on ``--studies`` fresh studies
-(:func:`cogtestbed.validation.design.fitcheck.search_hierarchical` at this one size, no step; what
+(:func:`cogtestbed.planning.fitcheck.search_hierarchical` at this one size, no step; what
 ``plan --fit hierarchical`` measures at each size it tries: against the effect at the population
 medians, exactly 0.2).  The size search itself: ``benchmarks/studies/fit_search.py``.  With ``--random R`` the answers
 also lapse to random choices at rate R and the MLE is measured without and with a fitted lapse term
@@ -21,13 +21,13 @@ import argparse
 import os
 import time
 
+from cogtestbed.planning.fitcheck import search_hierarchical
+from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
+from cogtestbed.planning.plan import FRESH_SEED_OFFSET
+from cogtestbed.planning.recovery import recovery_at
+from cogtestbed.planning.space import Point
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.fitcheck import search_hierarchical
-from cogtestbed.validation.design.plan import FRESH_SEED_OFFSET
-from cogtestbed.validation.design.power_sims import PowerEvaluator
-from cogtestbed.validation.design.recovery import recovery_at
-from cogtestbed.validation.design.space import Point
-from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.studies.driver import study_spec
 
 
 def mle_bias(spec, exp, point: Point, studies: int, workers: int) -> dict:

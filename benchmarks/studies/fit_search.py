@@ -2,7 +2,7 @@
 
 The README's plan target (instrumental learning, rw-pm, optimism_bias = 0.2, 80 % power, α .05,
 gpt-4o-mini prices): the per-subject MLE's plan (``ct.plan``, ``--mc-se``), then the size searched
-with the hierarchical test from its choice (:func:`cogtestbed.validation.design.fitcheck.search_hierarchical`,
+with the hierarchical test from its choice (:func:`cogtestbed.planning.fitcheck.search_hierarchical`,
 what ``plan --fit hierarchical`` runs after the MLE's search): each size tried with its power ± MC SE
 and cost, the number of hierarchical fits, the chosen design and cost against the MLE's, and the
 chosen size's bias and coverage.  With no ``--draws`` it is exactly
@@ -22,7 +22,7 @@ import time
 
 def main() -> None:
     import cogtestbed as ct
-    from cogtestbed.validation.design.fitcheck import fit_check_lines
+    from cogtestbed.planning.fitcheck import fit_check_lines
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit-sims", type=int, default=20)
@@ -64,12 +64,12 @@ def _reduced(ct, args: dict, opts: argparse.Namespace) -> tuple[dict, dict, dict
     import dataclasses
     import json
 
+    from cogtestbed.planning.fitcheck import search_hierarchical
+    from cogtestbed.planning.pricing import Pricer
+    from cogtestbed.planning.space import Point
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.fitcheck import search_hierarchical
-    from cogtestbed.validation.design.pricing import Pricer
-    from cogtestbed.validation.design.space import Point
-    from cogtestbed.validation.studies.study_data import design_for_trials
-    from cogtestbed.validation.studies.study_kinds import load_study
+    from cogtestbed.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_kinds import load_study
 
     plan = ct.plan("instrumental-learning", **args).to_dict()
     mle = {k: plan[k] for k in ("chosen", "cost", "power")}

@@ -44,8 +44,9 @@ def recorded(path: Path = RECORDED) -> dict[str, dict[str, Any]]:
 def two_llm_questions(names: Sequence[str] | None = None) -> Iterator[tuple[str, Any]]:
     """(question, study) of every declared two-LLM plan question (a metric difference or a model parameter between
     two LLMs) whose name starts with one of ``names`` (all without)."""
+    from cogtestbed.planning.monitor_questions import declared_questions
+
     from cogtestbed.registry import experiment_names, get_experiment
-    from cogtestbed.validation.design.monitor_questions import declared_questions
 
     for e in experiment_names():
         for q in declared_questions(get_experiment(e), (2,)):
@@ -66,7 +67,7 @@ def level_row(question: str, spec: Any, size: int, sims: int, seed: int = SEED) 
     """The fixed test's rejection rate at ``size`` over ``sims`` fresh null studies, with its MC SE and interval."""
     from scipy import stats
 
-    from cogtestbed.validation.studies.driver import run_study
+    from cogtestbed.studies.driver import run_study
 
     start = time.perf_counter()
     table = run_study(null_study(spec, size, sims, seed), workers=1).table

@@ -1,7 +1,7 @@
 """Identification flags on fresh populations of every experiment's default design: the share flagged and why.
 
 Per experiment × model (every model with ``--all-models``; the experiment's first model otherwise), a fresh
-population drawn as a power plan draws it (:func:`~cogtestbed.validation.studies.model_studies.power_subjects`:
+population drawn as a power plan draws it (:func:`~cogtestbed.studies.model_studies.power_subjects`:
 medians at the model's defaults, subjects scattered by the power study's between-subject SD, no effect) at the
 experiment's default design, fitted by :meth:`CognitiveModel.fit_identified` (profile-likelihood intervals,
 flags by rule: :mod:`cogtestbed.inference.identification`).  Prints the share of fitted subjects flagged, the
@@ -31,9 +31,9 @@ def population_fits(experiment: str, model_name: str, subjects: int, seed: int =
                     effect: tuple[str, float] | None = None, trials: int | None = None) -> tuple[Any, Any]:
     """(model, its ``fit_identified`` table) of ``subjects`` fresh subjects drawn as a power plan draws them."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.model_studies import power_subjects
-    from cogtestbed.validation.studies.study_data import design_for_trials
-    from cogtestbed.validation.studies.study_kinds import study_spec
+    from cogtestbed.studies.model_studies import power_subjects
+    from cogtestbed.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_kinds import study_spec
 
     exp = get_experiment(experiment)
     model = exp.model(model_name)

@@ -8,7 +8,7 @@ Two parts, each at K = 4, 8, 16 forms × 10 subjects and true form SD τ = 0, 0.
 * **RW±** (the design of docs/prompt-forms.md's MLE figure): RW± (α⁺ = α⁻ = 0.5, β = 5), 10
   subjects × 96 trials a form, each form shifting α⁺ by a Normal(0, τ) offset on the logit scale,
   per-subject MLE (2 starts), the between-form spread of the fitted logit α⁺ (a bound's estimate
-  clipped 0.001 from it, :data:`~cogtestbed.validation.studies.form_studies.BOUND_EPS`), on all
+  clipped 0.001 from it, :data:`~cogtestbed.studies.form_studies.BOUND_EPS`), on all
   subjects and on those off the bounds.  300 simulated 8-form studies per τ (seeds :data:`SEEDS`);
   K = 4 takes each study's forms 0–3 and 4–7 as two studies (600), K = 16 joins studies i and i + 150
   (150): forms and subjects are independent draws, so each is a study of that K.
@@ -48,7 +48,7 @@ from cogtestbed.inference.form_effects import (
     q_profile_interval,
     reml_tau2,
 )
-from cogtestbed.validation.studies.form_studies import BOUND_EPS
+from cogtestbed.studies.form_studies import BOUND_EPS
 
 FORMS, PER_FORM, SEEDS = 8, 10, {0.0: 43, 0.05: 46, 0.1: 47, 0.15: 42, 0.3: 44}
 TAUS, KS = (0.0, 0.05, 0.1, 0.15, 0.3), (4, 8, 16)
@@ -71,7 +71,7 @@ def simulate(tau: float, studies: int, seed: int) -> tuple[np.ndarray, np.ndarra
     from cogtestbed.environments.forms import FORM_COLUMN, FormDesign
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import simulate as sim
-    from cogtestbed.validation.studies.form_studies import STUDY_STARTS, _unconstrained
+    from cogtestbed.studies.form_studies import STUDY_STARTS, _unconstrained
 
     exp = get_experiment("instrumental-learning")
     model = exp.model("rw-pm")

@@ -46,7 +46,7 @@ def _first_inf(v: np.ndarray) -> np.ndarray:
 
 
 def _all_invalid(t: pd.DataFrame) -> pd.DataFrame:
-    from cogtestbed.validation.conformance.table_checks import all_invalid
+    from cogtestbed.conformance.table_checks import all_invalid
 
     out = all_invalid(t)  # valid False, no action (in the action column's own dtype)
     for c in ("probs", "logprobs"):

@@ -130,9 +130,9 @@ def hierarchical_degenerate(tmp: Path, quick: bool) -> None:
 
 def belief_single_test() -> None:
     """Test T2 of belief coherence alone on a table whose every valid answer is one value."""
+    from cogtestbed.conformance.table_checks import constant_answers
     from cogtestbed.registry import get_experiment
     from cogtestbed.simulation import simulate
-    from cogtestbed.validation.conformance.table_checks import constant_answers
 
     spec = get_experiment("belief-coherence")
     table = constant_answers(simulate(spec, "logit-rum", 2, 1, design=spec.design_cls(n_contexts=20)))
@@ -164,9 +164,9 @@ def constant_answers_everywhere() -> None:
     """Every experiment's metrics and fits of two subjects whose every valid answer is one value."""
     import warnings
 
+    from cogtestbed.conformance.table_checks import constant_answers
     from cogtestbed.registry import experiment_names, get_experiment
     from cogtestbed.simulation import simulate
-    from cogtestbed.validation.conformance.table_checks import constant_answers
 
     warnings.filterwarnings("ignore")
     for name in experiment_names():

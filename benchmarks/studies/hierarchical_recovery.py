@@ -4,7 +4,7 @@ Each simulated subject is one synthetic agent playing ``runs`` sessions (CogBenc
 experiment's default design, with its own parameters drawn from the hierarchical prior (a new
 population per rep, :func:`~cogtestbed.inference.hierarchical.sample_hierarchical_prior`); the
 model is fitted by :func:`~cogtestbed.inference.hierarchical.fit_hierarchical` through the generic
-study runner (:mod:`cogtestbed.validation.studies.driver`, ``method="hierarchical"``).  Prints per
+study runner (:mod:`cogtestbed.studies.driver`, ``method="hierarchical"``).  Prints per
 parameter: Pearson r, bias, RMSE (log scale for log-transformed parameters) and the coverage of the
 central 50 % / 90 % posterior intervals, for the subject values and the population medians
 (``{p}_pop``), plus the sampler diagnostics of every fit (max R-hat, min bulk ESS, divergences).
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cogtestbed.validation.studies.driver import run_study, study_spec
+from cogtestbed.studies.driver import run_study, study_spec
 
 #: model -> (experiment, subjects, runs per subject).  Runs are CogBench's sessions: two-step 20
 #: trials, BART 45 balloons, horizon one game, urn task 2 judgements, discounting one staircase.
@@ -64,7 +64,7 @@ def check(model: str, draws: int = 1000, chains: int = 2, seed: int = 0,
 
     from cogtestbed.inference.hierarchical import ConvergenceWarning, fit_hierarchical
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_data import simulate_runs
+    from cogtestbed.studies.study_data import simulate_runs
 
     experiment, n_default, runs_default = CONFIGS[model]
     n, r = subjects or n_default, runs or runs_default

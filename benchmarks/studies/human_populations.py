@@ -28,7 +28,7 @@ import time
 
 import cogtestbed as ct
 from cogtestbed.api.population import describe_population
-from cogtestbed.validation.design.seqfair import upper_bound
+from cogtestbed.planning.kinds.sequential.seqfair import upper_bound
 
 
 def rejections(

@@ -43,8 +43,8 @@ import pandas as pd
 from cogtestbed.inference.base import CognitiveModel
 from cogtestbed.lapse import Lapse
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.driver import study_spec
-from cogtestbed.validation.studies.study_data import (
+from cogtestbed.studies.driver import study_spec
+from cogtestbed.studies.study_data import (
     design_for_trials,
     draw_true_parameters,
     fitted_model,

@@ -151,7 +151,7 @@ def revealed(hf: Any, here: Any, there: Any, run_dir: Path, url: str | None) -> 
 
 
 def run_route(client: Any, name: str, mode: str, root: Path, label: str, overrides: dict[str, Any]) -> Any:
-    from cogtestbed.validation.runs.real_model import run_session
+    from cogtestbed.runs.real_model import run_session
 
     result, _ = run_session(client, name, mode, root / f"{label}-{name}-{mode}", root / f"{label}.sqlite",
                             transport=label, **overrides)

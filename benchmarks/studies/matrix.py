@@ -16,7 +16,7 @@ A workflow run ends in one of three ways: it returns (``ok``; the units it left 
 counted), it refuses with one of the library's typed errors (``refused``: a
 :class:`~cogtestbed.errors.CogtestbedError`, one line on the command line) or it raises anything
 else (``traceback``: a bug, whatever the message).  A study task's refusal counts as typed only
-when the worker's own exception was typed (:attr:`~cogtestbed.validation.errors.StudyInputError.typed`).
+when the worker's own exception was typed (:attr:`~cogtestbed.study_errors.StudyInputError.typed`).
 A fit row with a missing estimate that is not flagged (``identified`` true) is counted as
 ``unflagged`` (a null without its reason), and an MLE fit returning fewer units than the subjects
 simulated (each with its own parameters) as ``pooled`` (issue 46: never pooled silently).
@@ -33,7 +33,7 @@ The workflows call the public functions a user calls (``ct.simulate``, ``ct.fit`
 ``ct.metrics``, ``ct.recover``, ``ct.power``, ``ct.model_recovery``, ``ct.sbc``, ``ct.plan``,
 ``ct.form_study``, ``ct.study``), in this process (``workers=1``).  Its table is in docs/matrix.md.
 This script sits outside the package, above everything (it exercises the front door; issue 73
-moved it out of ``cogtestbed/validation``).
+moved it out of the package).
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def _targets(exp: Any, workflow: str) -> list[str]:
     if workflow == "model-recovery":
         return list(exp.models)[:1] if len(exp.models) >= 2 else []
     if workflow == "study":
-        from cogtestbed.validation.studies.driver import declared_studies
+        from cogtestbed.studies.driver import declared_studies
 
         return [name for name, _ in declared_studies(exp)]
     return list(exp.models)

@@ -7,10 +7,10 @@ declares) sized for the monitor's own power, both measured on the fresh pools (`
 f/m``: the fixed test's power at its whole size and the monitor's), with a joint 95 % interval (jackknife over
 the sub-pools).
 
-The questions come from the experiments' declarations (:func:`~cogtestbed.validation.design.monitor_questions.
+The questions come from the experiments' declarations (:func:`~monitor_questions.
 declared_questions`: every declared ``power`` study, one LLM and two, and ``metric-power`` study), not from a
-hand list; each is sized and measured from simulated pools alone (:func:`~cogtestbed.validation.design.
-monitor_questions.validate_question`): the per-unit statistic simulated once per pool and resampled into 2,000
+hand list; each is sized and measured from simulated pools alone (:func:`~monitor_questions.validate_question`,
+beside this script): the per-unit statistic simulated once per pool and resampled into 2,000
 studies per hypothesis; the rule chosen on choosing pools, every figure measured on fresh measuring pools.
 Dollars are the plan's (``plan --monitor``); here the sizes are in units (subjects, pairs, pairs of runs).
 
@@ -39,8 +39,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 def questions(experiments: list[str] | None, groups: tuple[int, ...]) -> Iterator[Any]:
     """Every declared plan question of the experiments named (default: every registered experiment)."""
+    from monitor_questions import declared_questions
+
     from cogtestbed.registry import experiment_names, get_experiment
-    from cogtestbed.validation.design.monitor_questions import declared_questions
 
     for name in experiments or experiment_names():
         yield from declared_questions(get_experiment(name), groups)
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace) -> None:
     """Validate each question, appending its JSON line to ``args.out`` (a question already there is skipped)."""
     import warnings
 
-    from cogtestbed.validation.design.monitor_questions import validate_question
+    from monitor_questions import validate_question
 
     out = Path(args.out)
     done = {json.loads(x)["question"] for x in out.read_text().splitlines() if x.strip()} if out.exists() else set()

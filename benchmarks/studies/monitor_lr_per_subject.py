@@ -12,9 +12,9 @@ import numpy as np
 from scipy.special import logsumexp
 
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
-from cogtestbed.validation.studies.model_studies import power_parameters
-from cogtestbed.validation.studies.study_data import design_for_trials, simulate_model
+from cogtestbed.studies.driver import declared_studies, spec_from_decl
+from cogtestbed.studies.model_studies import power_parameters
+from cogtestbed.studies.study_data import design_for_trials, simulate_model
 
 N, K = 200, 1000
 

@@ -1,5 +1,5 @@
 """The one-LLM RW± optimism monitor's null over a nuisance region: type-I of the likelihood-ratio e-process
-(:mod:`cogtestbed.validation.design.monitor_lr`) at every point of an α × β grid, with a look after every
+(:mod:`cogtestbed.planning.kinds.monitor.monitor_lr`) at every point of an α × β grid, with a look after every
 subject up to 3× its cap, and its power / expected subjects under the plan's effect beside the fixed t-test's.
 
 Roles and seeds (``SeedSequence([seed, 94, role, k])``): the *choosing* role fixes the mixture weights (the
@@ -28,8 +28,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.registry import get_experiment
-from cogtestbed.validation.design.monitor_lr import (
+from cogtestbed.planning.kinds.monitor.monitor_lr import (
     NUISANCE_BETA,
     crossings,
     nuisance_pool,
@@ -37,9 +36,10 @@ from cogtestbed.validation.design.monitor_lr import (
     null_region,
     prior_weights,
 )
-from cogtestbed.validation.design.monitor_pools import rate_and_se, upper_bound
-from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
-from cogtestbed.validation.studies.model_studies import power_parameters
+from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, upper_bound
+from cogtestbed.registry import get_experiment
+from cogtestbed.studies.driver import declared_studies, spec_from_decl
+from cogtestbed.studies.model_studies import power_parameters
 
 BATCHES = 10
 CHOOSE_LENGTH = 60

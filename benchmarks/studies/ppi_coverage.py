@@ -16,7 +16,7 @@ people-only interval of the same labelled people, and the people it saves: reali
 with n_eff = n (classical width / PPI width)^2, beside the plan's prediction from the full sample's
 PPI correlation (1 - n / n_eff, n_eff = n (n + N) / (n + (1 - rho^2) N), Broska et al.).
 Monte-Carlo SEs over the resamples.  A row whose ``--labelled`` is below the estimand's Cochran
-minimum (25 x skewness^2 of the people's values, :func:`cogtestbed.validation.design.mix.min_people`;
+minimum (25 x skewness^2 of the people's values, :func:`cogtestbed.planning.kinds.mix.mix.min_people`;
 what ``plan --mix`` refuses) prints that refusal instead.
 
     nice .venv/bin/python benchmarks/studies/ppi_coverage.py                      # three data sets, 1,000 reps
@@ -101,7 +101,7 @@ def _thoma_predicted(predictor: str, seed: int) -> Any:
 @functools.cache
 def labels(data_set: str) -> Any:
     """Each person's estimand (the MLE of the model's parameter; Thoma's maximizing share), computed once."""
-    from cogtestbed.validation.design.mix import person_estimates
+    from cogtestbed.planning.kinds.mix.mix import person_estimates
 
     if data_set == "thoma":
         return _thoma_labels()
@@ -112,7 +112,7 @@ def labels(data_set: str) -> Any:
 @functools.cache
 def predicted(data_set: str, predictor: str, seed: int) -> Any:
     """The predictor's prediction of each person's estimand (computed once)."""
-    from cogtestbed.validation.design.mix import predictions
+    from cogtestbed.planning.kinds.mix.mix import predictions
 
     if data_set == "thoma":
         return _thoma_predicted(predictor, seed)
@@ -123,7 +123,7 @@ def predicted(data_set: str, predictor: str, seed: int) -> Any:
 def row(data_set: str, predictor: str, n: int, reps: int, seed: int) -> dict[str, Any]:
     """One row of the table (module docstring)."""
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.design.mix import (
+    from cogtestbed.planning.kinds.mix.mix import (
         check_labelled,
         check_pairs,
         classical_interval,

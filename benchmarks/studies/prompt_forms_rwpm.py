@@ -32,7 +32,7 @@ import pandas as pd
 
 from cogtestbed.environments.forms import FormDesign
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies.form_studies import BIAS_SIMS, FormStudySpec, form_replicate, summarise_form_study
+from cogtestbed.studies.form_studies import BIAS_SIMS, FormStudySpec, form_replicate, summarise_form_study
 
 
 def main() -> None:

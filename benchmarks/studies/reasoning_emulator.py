@@ -11,7 +11,7 @@ field would be one), and the run's ledger (``spend.jsonl``) against what the ser
 completion and hidden reasoning tokens.
 
 Part 2: a 1-session pilot of instrumental-learning, the plan's pricer
-(:class:`~cogtestbed.validation.design.pricing.Pricer`, what ``cogtestbed plan`` prices with) fed the pilot's
+(:class:`~cogtestbed.planning.pricing.Pricer`, what ``cogtestbed plan`` prices with) fed the pilot's
 completion tokens per call, its predicted cost of a 5-session run with another seed, and that run's
 billed cost at o3's price.
 
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import cogtestbed as ct
+from cogtestbed.conformance.suite import CheckConfig, small_design
 from cogtestbed.llm_adapters.clients.hf import HFClient
 from cogtestbed.llm_adapters.clients.prices import PriceTable
 from cogtestbed.llm_adapters.middleware.limits import read_ledger
@@ -36,7 +37,6 @@ from cogtestbed.llm_adapters.runs.hidden_tokens import from_pilot
 from cogtestbed.llm_adapters.servers.emulators.reasoning import ReasoningModel, format_answer
 from cogtestbed.llm_adapters.servers.server import Billing, serve
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.conformance.suite import CheckConfig, small_design
 
 FAMILIES = ("bart", "belief-coherence", "collider", "horizon", "instrumental-learning", "magnitude",
             "probabilistic-reasoning", "restless-bandit", "revealed-belief", "temporal-discounting", "two-step")
@@ -79,7 +79,7 @@ def families(model: HFClient, names: list[str], root: Path) -> None:
 
 
 def pilot_vs_run(model: HFClient, root: Path, n: int = 5) -> None:
-    from cogtestbed.validation.design.pricing import Pricer
+    from cogtestbed.planning.pricing import Pricer
 
     name = "instrumental-learning"
     exp = get_experiment(name)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from cogtestbed.validation.studies.driver import run_study, study_spec
+from cogtestbed.studies.driver import run_study, study_spec
 
 EXP = "instrumental-learning"
 

@@ -54,10 +54,10 @@ def small_table(experiment: str, model: str, subjects: int, seed: int) -> Any:
     conformance suite's small design (every family's own generator)."""
     import numpy as np
 
+    from cogtestbed.conformance.config import CheckConfig
+    from cogtestbed.conformance.suite import simulate_from_model, small_design
     from cogtestbed.inference.hierarchical import sample_hierarchical_prior
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.conformance.config import CheckConfig
-    from cogtestbed.validation.conformance.suite import simulate_from_model, small_design
 
     spec = get_experiment(experiment)
     _, params = sample_hierarchical_prior(spec.model(model).parameters, subjects, np.random.default_rng(seed))

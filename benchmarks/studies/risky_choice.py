@@ -77,7 +77,7 @@ def human_hierarchical(table: pd.DataFrame, study: str, draws: int, tune: int, c
 
 def recovery(subjects: int, reps: int, trials: tuple[int, ...], seed: int, workers: int) -> None:
     """MLE recovery of the prospect-theory decider at the given session lengths (prior-drawn parameters)."""
-    from cogtestbed.validation.studies.driver import run_study, study_spec
+    from cogtestbed.studies.driver import run_study, study_spec
 
     spec = study_spec(kind="recovery", experiment="risky-choice", models=("prospect-theory",),
                       subjects=(subjects,), trials=trials, reps=reps, seed=seed)
@@ -95,9 +95,9 @@ def recovery_plain(subjects: int, trials: tuple[int, ...], seed: int) -> None:
     Spearman's rank r, with the estimates at a bound counted."""
     from scipy.stats import pearsonr, spearmanr
 
+    from cogtestbed.conformance.suite import prior_draws
     from cogtestbed.environments.risky import RiskyDesign
     from cogtestbed.simulation import simulate
-    from cogtestbed.validation.conformance.suite import prior_draws
 
     model = MODELS["prospect-theory"]
     spec = get_experiment("risky-choice")

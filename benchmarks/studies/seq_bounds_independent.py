@@ -84,11 +84,11 @@ def contrasts(study: dict[str, Any], effect: float, n_top: int, block: int, reps
     """``reps`` studies × ``n_top`` subjects' α̂⁺ − α̂⁻ (NaN where a subject has no fit), drawn and fitted by
     the package's data layer (module docstring); ``fit``: the per-subject search the plan recorded
     (``statistic.fit``: its start grid and BFGS starts, issue 71), else the model's own."""
+    from cogtestbed.planning.kinds.sequential.seqamortised import AmortisedFit, statistic_of
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.design.seqamortised import AmortisedFit, statistic_of
-    from cogtestbed.validation.studies.model_studies import power_parameters
-    from cogtestbed.validation.studies.study_data import design_for_trials, seed_of, simulate_model
-    from cogtestbed.validation.studies.study_kinds import load_study
+    from cogtestbed.studies.model_studies import power_parameters
+    from cogtestbed.studies.study_data import design_for_trials, seed_of, simulate_model
+    from cogtestbed.studies.study_kinds import load_study
 
     spec = load_study(json.dumps({**study, "effect_size": effect}))
     exp = get_experiment(spec.experiment)

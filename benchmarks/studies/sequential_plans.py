@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from cogtestbed.validation.design.seqfair import upper_bound
+from cogtestbed.planning.kinds.sequential.seqfair import upper_bound
 
 TARGETS = {
     "rw": ["instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2",
@@ -49,8 +49,8 @@ def normality(sims: int, trials: int = 96, n_top: int = 40) -> None:
     import numpy as np
     from scipy import stats
 
-    from cogtestbed.validation.design.seqsim import Simulator
-    from cogtestbed.validation.studies.driver import study_spec
+    from cogtestbed.planning.kinds.sequential.seqsim import Simulator
+    from cogtestbed.studies.driver import study_spec
 
     spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
                       effect_size=0.0, seed=0, trials=(trials,))

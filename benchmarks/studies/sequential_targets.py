@@ -2,11 +2,11 @@
 model-basedness between two LLMs and belief-coherence T1c (a rationality test).
 
 Each target's whole sequential procedure is simulated exactly as ``plan --looks`` simulates it
-(:func:`cogtestbed.validation.design.seqplan.simulate_paths`: the fixed plan's metric/test on every look's
+(:func:`cogtestbed.planning.kinds.sequential.seqplan.simulate_paths`: the fixed plan's metric/test on every look's
 prefix of the same simulated runs, common random numbers across designs), under the null and under
 the target effect, in batches saved as they finish (``DIR/<target>.npz``), so a run cut short keeps
-its studies.  ``report`` then applies the stopping rule (:func:`~cogtestbed.validation.design.seqplan.operate`
-with :func:`~cogtestbed.validation.design.seqplan.boundaries`) to every maximum size and reads the best fixed
+its studies.  ``report`` then applies the stopping rule (:func:`~cogtestbed.planning.kinds.sequential.seqplan.operate`
+with :func:`~cogtestbed.planning.kinds.sequential.seqplan.boundaries`) to every maximum size and reads the best fixed
 design from the same replicates (the fixed test at each size of a grid: power ± MC SE).
 
     python benchmarks/studies/sequential_targets.py simulate twostep --sims 1000 --out DIR
@@ -45,10 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from cogtestbed.validation.design.seqfair import upper_bound
-from cogtestbed.validation.design.seqpaths import boundaries, simulate_paths
-from cogtestbed.validation.design.seqplan import look_sizes, null_spec, operate
-from cogtestbed.validation.studies.driver import study_spec
+from cogtestbed.planning.kinds.sequential.seqfair import upper_bound
+from cogtestbed.planning.kinds.sequential.seqpaths import boundaries, simulate_paths
+from cogtestbed.planning.kinds.sequential.seqplan import look_sizes, null_spec, operate
+from cogtestbed.studies.driver import study_spec
 
 LEVEL, POWER, LOOKS, SPENDING = 0.05, 0.80, 5, "pocock"
 BATCH = 25
@@ -112,10 +112,10 @@ def chi2_type1(fractions: list[float], bounds: list[float], df: int, paths: int 
 
 def calibrated(b: Any, z0: np.ndarray, e0: np.ndarray, z1: np.ndarray, e1: np.ndarray,
                cols: list[int]) -> dict[str, Any]:
-    """``plan --looks``' calibration (:func:`~cogtestbed.validation.design.seqsim.calibrate_shift`, futility
+    """``plan --looks``' calibration (:func:`~cogtestbed.planning.kinds.sequential.seqsim.calibrate_shift`, futility
     binding) set on the first half of the null studies and measured on the second half (type-I) and
     on every effect study (power)."""
-    from cogtestbed.validation.design.seqsim import calibrate_shift, null_scores
+    from cogtestbed.planning.kinds.sequential.seqsim import calibrate_shift, null_scores
 
     half = z0.shape[0] // 2
     shift = calibrate_shift(null_scores(b, z0[:half], cols, 0.0), LEVEL)

@@ -6,14 +6,14 @@ below the target (target: ≤ 5 %), with its one-sided 95 % upper bound, the mea
 (fits) or subjects a search spends, and the chosen size against the true threshold:
 
 * **hierarchical size search** (``plan --fit hierarchical``:
-  :func:`cogtestbed.validation.design.fitcheck.search_sizes` and ``choose_size``):
+  :func:`cogtestbed.planning.fitcheck.search_sizes` and ``choose_size``):
   the true power Φ(δ√n − z_{α/2}) with its 80 % point at ``--threshold`` units; each study is a uniform U_k
   shared by every size (the search's studies share seeds across sizes), rejecting when U_k < power(n);
   the search starts at the MLE plan's size, drawn uniformly from 0.8–1.3 × the threshold (the MLE's
   t-test and the hierarchical test differ in power).  Rules: before issue 47 (the point estimate, 8 and
-  20 studies per size) and now (the sequential test of :mod:`cogtestbed.validation.design.sizetest`,
+  20 studies per size) and now (the sequential test of :mod:`cogtestbed.planning.kinds.power.sizetest`,
   batches of 20 studies, at most 3);
-* **precision search** (``plan --precision``: :class:`cogtestbed.validation.design.precision.PrecisionPlanner`'s
+* **precision search** (``plan --precision``: :class:`cogtestbed.planning.kinds.precision.precision.PrecisionPlanner`'s
   ``_first_passing`` on a trials axis 20–500 by 4): the true assurance 2Φ(h√t/σ) − 1 with its 0.9 point
   at ``--trials-threshold`` trials; each subject within the halfwidth with that probability.  Rules:
   before (Wilson interval re-checked every 40 subjects up to 400, the point estimate deciding) and now
@@ -34,10 +34,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from cogtestbed.validation.design import fitcheck, precision
-from cogtestbed.validation.design.power_sims import Estimate
-from cogtestbed.validation.design.seqfair import upper_bound
-from cogtestbed.validation.design.space import Axis, Point
+from cogtestbed.planning import fitcheck
+from cogtestbed.planning.kinds.power.power_sims import Estimate
+from cogtestbed.planning.kinds.precision import precision
+from cogtestbed.planning.kinds.sequential.seqfair import upper_bound
+from cogtestbed.planning.space import Axis, Point
 
 TARGET, LEVEL = 0.8, 0.05
 

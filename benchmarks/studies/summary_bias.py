@@ -39,8 +39,8 @@ import pandas as pd
 from cogtestbed.inference.identification import FIT_FAILED, parameter_flag
 from cogtestbed.registry import get_experiment
 from cogtestbed.simulation import simulate
-from cogtestbed.validation.studies.model_studies import scatter
-from cogtestbed.validation.studies.study_data import SD_SCALE, sample_hierarchical_prior
+from cogtestbed.studies.model_studies import scatter
+from cogtestbed.studies.study_data import SD_SCALE, sample_hierarchical_prior
 
 SPEKTOR = Path(__file__).resolve().parents[3] / "shared/data/psych201/spektor2024lossaversion/prompts.jsonl.zip"
 

@@ -8,9 +8,9 @@ people did.  For LLM:people trial ratios 1, 2 and 4 this prints the null rejecti
 <= alpha (the people: ``--people`` drawn afresh from the population per study at its own trial count;
 the LLM: ``--llm-subjects`` at ratio x that count).
 
-The test is the calibrated one (issue 68, :mod:`cogtestbed.validation.studies.people_level`): its
+The test is the calibrated one (issue 68, :mod:`cogtestbed.studies.people_level`): its
 critical p-value comes from ``--calibration`` null studies of the same design seeded apart, at α less
-the calibration's noise margin (:func:`~cogtestbed.validation.design.seqauto.calibration_level`); the
+the calibration's noise margin (:func:`~cogtestbed.planning.kinds.sequential.seqauto.calibration_level`); the
 fresh ``--studies`` then measure its level.  Each line also gives the nominal test's rejection rate
 (p < α) on the same fresh studies, the uncorrected figure.
 
@@ -25,11 +25,11 @@ import time
 import numpy as np
 
 from cogtestbed.inference.population import load_population
-from cogtestbed.validation.design.seqauto import calibration_level
-from cogtestbed.validation.design.seqfair import type1_check, type1_words
-from cogtestbed.validation.studies.driver import run_study
-from cogtestbed.validation.studies.people_level import calibrate_people_test
-from cogtestbed.validation.studies.study_kinds import study_spec
+from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
+from cogtestbed.planning.kinds.sequential.seqfair import type1_check, type1_words
+from cogtestbed.studies.driver import run_study
+from cogtestbed.studies.people_level import calibrate_people_test
+from cogtestbed.studies.study_kinds import study_spec
 
 
 def main() -> None:

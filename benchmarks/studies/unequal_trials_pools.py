@@ -20,9 +20,9 @@ from scipy import stats
 
 from cogtestbed.inference.population import load_population
 from cogtestbed.registry import get_experiment
-from cogtestbed.validation.studies import model_studies as studies
-from cogtestbed.validation.studies.study_data import design_for_trials, fitted_model
-from cogtestbed.validation.studies.study_kinds import study_spec
+from cogtestbed.studies import model_studies as studies
+from cogtestbed.studies.study_data import design_for_trials, fitted_model
+from cogtestbed.studies.study_kinds import study_spec
 
 
 def main() -> None:

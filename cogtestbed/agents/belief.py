@@ -498,7 +498,7 @@ class BeliefAgent(SyntheticAgent):
     #: 5.3–7.5 µs for every agent and network at the defaults, up to 8.8–9.0 with report noise 0.5
     #: (diabetes, nonmono-report; 26 Nov 2026, load ~5 on 2 CPUs: ``python benchmarks/bench_first_call.py
     #: --interpreted-cost``, whose cases include these): see the base class; 9.8–10.1 for that case after
-    #: issue 54's tilt audit (a step off λ = 0 now takes logs), at load ~7.  It was 55 µs (50–54
+    #: the tilt's audit (a step off λ = 0 now takes logs), at load ~7.  It was 55 µs (50–54
     #: measured) while the tilt was a 100-step bisection.
     interpreted_step_us: ClassVar[float] = 10.0
     #: The same for a miscalibrated subject (κ ≠ 1 or δ ≠ 0: the log-odds map on every belief, Newton
@@ -507,7 +507,7 @@ class BeliefAgent(SyntheticAgent):
     #: µs at the default design, 14.0 on alarm, and 18.3–26.2 where κ = 10 meets a lie node with 5–6
     #: states and π0 alone with no decision (the LIE steps' share raised: child ChestXray, heart Race,
     #: diabetes Education), whose tilts take the most evaluations (26 Nov 2026, load ~5 on 2 CPUs,
-    #: log-space tilt of issue 54: ``python benchmarks/bench_first_call.py --interpreted-cost``); declared
+    #: log-space tilt: ``python benchmarks/bench_first_call.py --interpreted-cost``); declared
     #: with a third's margin.  It was 15 while the tilt's first Newton step was unbounded and its
     #: weights not in log space (measured then 16.3–19.3 on those designs).
     MISCALIBRATED_STEP_US: ClassVar[float] = 35.0

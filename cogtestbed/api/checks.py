@@ -1,4 +1,4 @@
-"""The typed-error promise at the Python API's door (issue 48): every public function of ``ct.``
+"""The typed-error promise at the Python API's door: every public function of ``ct.``
 checks its arguments before it does anything, and a bad one is a documented error in one line.
 
 :func:`public` wraps a function of :mod:`cogtestbed.api` so that, called with

@@ -20,7 +20,7 @@ from cogtestbed.api.workflow_options import CheckRequest, MetricsRequest
 from cogtestbed.errors import DataError, InputError
 from cogtestbed.request import api_leaves, build, derive_api, keyword, request_block
 from cogtestbed.simulate_options import SimulateRequest
-from cogtestbed.validation.studies.study_options import FitTableRequest
+from cogtestbed.studies.study_options import FitTableRequest
 
 #: The keywords of :func:`metrics` that are its request's, not the experiment's metrics options.
 _METRICS_REQUEST_KEYWORDS = frozenset(leaf.name for leaf in api_leaves(MetricsRequest))
@@ -28,11 +28,11 @@ _METRICS_REQUEST_KEYWORDS = frozenset(leaf.name for leaf in api_leaves(MetricsRe
 if TYPE_CHECKING:
     import pandas as pd
 
+    from cogtestbed.conformance.suite import ConformanceReport
     from cogtestbed.environments.base import Design
     from cogtestbed.experiments.spec import ExperimentSpec
     from cogtestbed.inference.hierarchical import BayesFit
     from cogtestbed.metrics_result import MetricsReport
-    from cogtestbed.validation.conformance.suite import ConformanceReport
 
 @public()
 def experiments() -> list[str]:
@@ -107,11 +107,11 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
 
     ``adaptive`` (parameter names, ``"k,temperature"`` or ``"all"``) with ``trials``: adaptive
     sessions of ``trials`` trials, each chosen to maximise the expected information on those
-    parameters (issue 53, :mod:`cogtestbed.inference.adaptive`; played step by step), where the
+    parameters (:mod:`cogtestbed.inference.adaptive`; played step by step), where the
     experiment declares a design space (else refused in one line with the reason).
 
     ``population`` (``"human:NAME"``, a population file or a
-    :class:`~cogtestbed.inference.population.Population`, issue 52): the subjects' parameters are
+    :class:`~cogtestbed.inference.population.Population`): the subjects' parameters are
     drawn from it (one posterior draw of its group parameters, subjects scattered by its SDs;
     :func:`population_params`); ``agent`` must be its model's agent and ``params`` may set only
     the agent's other parameters.
@@ -133,7 +133,7 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
 def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) -> int:
     """:func:`simulate` writing its table to ``output`` a chunk of subjects at a time, none of it kept:
     memory stays that of a chunk (:func:`cogtestbed.simulation.simulate_chunks`) at any subject count, and
-    the file is the one :func:`simulate` writes (issue 71).  Returns the trials written (``cogtestbed
+    the file is the one :func:`simulate` writes.  Returns the trials written (``cogtestbed
     simulate``)."""
     return _simulate_request(experiment, agent, options, keep=False)[1]
 
@@ -227,7 +227,7 @@ def _cost_params(agent_cls: Any, given: Mapping[str, Any], form_sd: Mapping[str,
     shift (``form_sd`` > 0) one SD up its unconstrained scale.  The offsets are drawn later (simulate's
     ``shifted_params``) and leave nearly every subject off the given value, so the estimate must not price
     them at it: a belief subject shifted off κ = 1 or δ = 0 costs a miscalibrated subject's figure
-    (``BeliefAgent.interpreted_cost_us``), not a calibrated one's (issue 54)."""
+    (``BeliefAgent.interpreted_cost_us``), not a calibrated one's."""
     import numpy as np
 
     out = dict(given)
@@ -568,8 +568,8 @@ def check(spec_or_name: str | ExperimentSpec, **options: Any) -> ConformanceRepo
     the published data of the importer check (default ``$COGTESTBED_DATA_DIR``).  Returns the
     report (``.passed``, ``.results``, ``.failures``, ``.table()``); a failing check does not
     raise (``report.raise_for_failures()`` does)."""
-    from cogtestbed.validation.conformance.config import DATA_DIR_ENV
-    from cogtestbed.validation.conformance.suite import check_experiment
+    from cogtestbed.conformance.config import DATA_DIR_ENV
+    from cogtestbed.conformance.suite import check_experiment
 
     req = build(CheckRequest, options)
     quick, data_dir, checks = req.quick, req.data_dir, req.checks

@@ -76,7 +76,7 @@ def _demo(output: Path, subjects: int, seed: int, workers: int | None, client: A
     write_json_atomic(output / "metrics.json", results)
     atomic_write_bytes(output / "report.md", lambda tmp: tmp.write_text(report, encoding="utf-8"))
     console_err.print(f"wrote {output / 'report.md'}")
-    from cogtestbed.validation.studies.report import html_report
+    from cogtestbed.studies.report import html_report
 
     page = html_report("cogtestbed demo: RW± at CogBench's instrumental-learning design"
                        + (f", and {client.spec} through the same environments" if client is not None else ""), sections)
@@ -88,10 +88,10 @@ def _studies(output: Path, seed: int, workers: int | None) -> list[dict[str, Any
     """Recovery study + power curve for RW± at CogBench's design: the HTML report's sections.  Each
     study's tasks show on stderr as they finish (:func:`cogtestbed.progress.task_lines`)."""
     from cogtestbed.progress import task_lines
+    from cogtestbed.studies.driver import run_study, study_spec
+    from cogtestbed.studies.plots import plots
+    from cogtestbed.studies.report import study_section
     from cogtestbed.trials import table_to_parquet
-    from cogtestbed.validation.studies.driver import run_study, study_spec
-    from cogtestbed.validation.studies.plots import plots
-    from cogtestbed.validation.studies.report import study_section
 
     specs = [
         study_spec(kind="recovery", experiment=DEMO_EXPERIMENT, models=("rw-pm",), subjects=(50,),
@@ -155,7 +155,7 @@ ESTIMATE_COLUMNS = {"alpha_pos": "alpha_pos", "alpha_neg": "alpha_neg", "beta_pm
 def _bound_note(per_run: Any) -> list[str]:
     """A flag for the parameters whose per-subject MLEs sit at a bound (they pull the mean, not the median)."""
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.recovery_checks import at_bound
+    from cogtestbed.studies.recovery_checks import at_bound
 
     parameters = {p.name: p for p in get_experiment(DEMO_EXPERIMENT).model("rw-pm").parameters}
     notes = []

@@ -1,7 +1,7 @@
 """The demo's real-model part: ``hf:smollm2-135m`` through the same environments as the synthetic
 agents, beside a synthetic population, and its session used as the pilot of a plan.
 
-The sessions (:data:`~cogtestbed.validation.runs.real_model.DEMO_SESSIONS`) run in completions mode, as
+The sessions (:data:`~cogtestbed.runs.real_model.DEMO_SESSIONS`) run in completions mode, as
 CogBench prompted its models; the pilot → plan step is ``cogtestbed plan instrumental-learning
 --model rw-pm --effect optimism_bias=0.4 --llm hf:smollm2-135m --pilot DIR`` over a short search
 (:data:`PLAN_ARGS`), so that the plan's lapses are the model's measured invalid-answer rate and its
@@ -26,7 +26,7 @@ MODEL_LABEL = "SmolLM2-135M-Instruct"
 PLAN_ARGS: dict[str, Any] = {"model": "rw-pm", "effect": "optimism_bias=0.4", "subjects": "8:128", "trials": "96",
                              "mc_se": 0.15}
 PILOT_EXPERIMENT = "instrumental-learning"
-#: The demo's pilot across prompt forms (issue 42): SmolLM2 sessions of 8 instrumental-learning
+#: The demo's pilot across prompt forms: SmolLM2 sessions of 8 instrumental-learning
 #: trials, balanced over the first ``forms`` of its declared forms (form 0 the paper's verbatim
 #: prompt, the others ours): 48 calls.  A project default sized to keep `make demo` within a minute
 #: more (about 1 s of one core a call on the loaded machine); a pilot this small rarely identifies a
@@ -43,7 +43,7 @@ def real_model_part(client: Any, output: Path, seed: int, workers: int | None, p
                     ) -> tuple[list[dict[str, Any]], list[str], dict[str, Any]]:
     """(HTML sections, Markdown lines, JSON) of the real-model part, written under ``output/real_model``
     (``params``: the synthetic agent's parameters the pilot compares with)."""
-    from cogtestbed.validation.runs.real_model import DEMO_SESSIONS, demo_sessions, demo_table
+    from cogtestbed.runs.real_model import DEMO_SESSIONS, demo_sessions, demo_table
 
     folder = output / "real_model"
     for name, *_ in DEMO_SESSIONS:  # an earlier demo's runs (`--force`); the response cache is kept
@@ -120,7 +120,7 @@ def forms_pilot(client: Any, folder: Path, seed: int) -> dict[str, Any]:
     or, where the pilot does not identify the form SD, why, and the plan for :data:`ASSUMED_FORM_SD`."""
     from cogtestbed.api.form_plan import plan_forms
     from cogtestbed.errors import InputError
-    from cogtestbed.validation.runs.real_model import run_session
+    from cogtestbed.runs.real_model import run_session
 
     cfg = FORMS_PILOT
     run_dir = folder / "forms_pilot"

@@ -46,7 +46,7 @@ def _design_fields(design_cls: Any) -> list[dict[str, Any]]:
 
 def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
     """Everything a user can name for ``exp`` (an :class:`ExperimentSpec`), as plain data."""
-    from cogtestbed.validation.studies.driver import declared_studies
+    from cogtestbed.studies.driver import declared_studies
 
     note = exp.env_cls.cover_story_note
     return {
@@ -71,16 +71,16 @@ def describe_experiment(exp: ExperimentSpec) -> dict[str, Any]:
 
 
 def _planning(exp: ExperimentSpec) -> dict[str, Any]:
-    """What ``cogtestbed plan`` can plan for ``exp`` (issue 67): each headline metric compared between two groups
+    """What ``cogtestbed plan`` can plan for ``exp``: each headline metric compared between two groups
     (or why not), the parameters forms plans can shift and adaptive plans target
-    (:func:`~cogtestbed.validation.design.capabilities.planning`)."""
-    from cogtestbed.validation.design.capabilities import planning
+    (:func:`~cogtestbed.planning.capabilities.planning`)."""
+    from cogtestbed.planning.capabilities import planning
 
     return planning(exp)
 
 
 def _adaptive(exp: ExperimentSpec) -> dict[str, Any]:
-    """The experiment's adaptive sessions (issue 53): the model and design space, or why none."""
+    """The experiment's adaptive sessions: the model and design space, or why none."""
     from cogtestbed.experiments._adaptive import UNDECLARED, AdaptiveDecl
 
     decl = exp.adaptive

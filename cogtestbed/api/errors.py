@@ -36,7 +36,7 @@ ERRORS: dict[str, str] = {
     "UnpricedModel": "cogtestbed.llm_adapters.clients.prices",
     "BackendError": "cogtestbed.llm_adapters.clients.base",
     "WriteFailed": "cogtestbed.outputs",
-    "PlanInfeasible": "cogtestbed.validation.design.plan",
+    "PlanInfeasible": "cogtestbed.planning.plan",
     "ParameterError": "cogtestbed.parameters",
     "UnknownNameError": "cogtestbed.experiments.spec",
     "TrialTableError": "cogtestbed.schema",
@@ -49,8 +49,8 @@ ERRORS: dict[str, str] = {
     "OutputError": "cogtestbed.outputs",
     "FormError": "cogtestbed.environments.forms",
     "PopulationError": "cogtestbed.inference.population",
-    "WorkerDied": "cogtestbed.validation.errors",
-    "ConformanceError": "cogtestbed.validation.errors",
+    "WorkerDied": "cogtestbed.study_errors",
+    "ConformanceError": "cogtestbed.study_errors",
 }
 
 __all__ = [
@@ -73,9 +73,9 @@ if TYPE_CHECKING:
     from cogtestbed.no_data import DegenerateAnswers
     from cogtestbed.outputs import OutputError, WriteFailed
     from cogtestbed.parameters import ParameterError
+    from cogtestbed.planning.plan import PlanInfeasible
     from cogtestbed.schema import TrialTableError
-    from cogtestbed.validation.design.plan import PlanInfeasible
-    from cogtestbed.validation.errors import ConformanceError, WorkerDied
+    from cogtestbed.study_errors import ConformanceError, WorkerDied
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,4 @@
-"""What one fitted unit is (issue 46): a subject of the table, one of its sessions, or every run of
+"""What one fitted unit is: a subject of the table, one of its sessions, or every run of
 one agent pooled as one participant — stated by every fit, chosen the same way in Python
 (:func:`cogtestbed.fit`, :func:`cogtestbed.fit_and_save`) and on the command line (``fit --unit``).
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from cogtestbed.api.checks import model_first, public
 from cogtestbed.request import api_values, build, derive_api, keyword, request_block
-from cogtestbed.validation.studies.study_options import FitRequest
+from cogtestbed.studies.study_options import FitRequest
 
 #: netCDF encoding of every numeric variable of ``posterior.nc``: zlib (deflate) level 4 after the
 #: HDF5 byte-shuffle filter, which groups the similar exponent bytes of float draws together.
@@ -40,7 +40,7 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
     across prompt forms, the crossed subject × form model on ``form_effects`` (default: every
     parameter) and each between-form SD's posterior, ``form_sd``, and each form's effect); its
     ``request``: the options it was given (:func:`cogtestbed.request.request_block` of the
-    :class:`~cogtestbed.validation.studies.study_options.FitRequest`).
+    :class:`~cogtestbed.studies.study_options.FitRequest`).
 
     ``experiment``: None, the table's experiment column, else the one experiment declaring
     ``model`` (the argument order of :func:`cogtestbed.fit`; the earlier call form

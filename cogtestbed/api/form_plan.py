@@ -1,6 +1,6 @@
 """A plan over prompt forms: :func:`plan_forms`, the ``forms`` plan kind of :func:`cogtestbed.plan` as a
 function of its own options (the number of forms and the subjects per form chosen jointly by dollars,
-:func:`~cogtestbed.validation.design.form_plan.plan_forms_study`)."""
+:func:`~cogtestbed.planning.kinds.forms.form_plan.plan_forms_study`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence  # noqa: F401 - named by the deriv
 from typing import Any
 
 from cogtestbed.api.checks import public
+from cogtestbed.planning.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
 from cogtestbed.request import derive_api
-from cogtestbed.validation.design.plan_options import PLAN_FORMS_OPTIONS, PlanRequest
 
 
 @public(paths=('pilot', 'prices'))

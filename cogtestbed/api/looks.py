@@ -1,7 +1,7 @@
 """The public face of a sequential run's looks: :func:`looks` (``cogtestbed looks RUN_DIR``) and its
 :class:`LookReplay`, and the looks of ``run --plan`` (:func:`run_sequential`,
 :func:`run_sequential_pair`) with their lines on stderr.  The rules of ``looks.jsonl`` (what a recorded
-look is, when a run stops or resumes, how a look is replayed) live in :mod:`cogtestbed.validation.runs.looks`.
+look is, when a run stops or resumes, how a look is replayed) live in :mod:`cogtestbed.runs.looks`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from cogtestbed.api.checks import public
 from cogtestbed.api.console import console_err
-from cogtestbed.validation.runs.looks import REDERIVED, recorded_looks
+from cogtestbed.runs.looks import REDERIVED, recorded_looks
 
 __all__ = ["REDERIVED", "LookReplay", "looks", "recorded_looks", "run_monitored", "run_monitored_pair",
            "run_sequential", "run_sequential_pair"]
@@ -25,9 +25,9 @@ def _say(line: str) -> None:
 
 
 def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[Any], Any]) -> Any:
-    """A sequential plan's looks in ``request.output`` (:func:`cogtestbed.validation.runs.looks.run_sequential`),
+    """A sequential plan's looks in ``request.output`` (:func:`cogtestbed.runs.looks.run_sequential`),
     each look said on stderr."""
-    from cogtestbed.validation.runs.looks import run_sequential as run
+    from cogtestbed.runs.looks import run_sequential as run
 
     return run(request, design, execute_run, _say)
 
@@ -35,16 +35,16 @@ def run_sequential(request: Any, design: dict[str, Any], execute_run: Callable[[
 def run_sequential_pair(requests: Sequence[Any], output: Path, design: dict[str, Any],
                         execute_run: Callable[[Any], Any]) -> Any:
     """A sequential plan of a metric difference between two LLMs in ``output``
-    (:func:`cogtestbed.validation.runs.looks.run_sequential_pair`), each look said on stderr."""
-    from cogtestbed.validation.runs.looks import run_sequential_pair as run
+    (:func:`cogtestbed.runs.looks.run_sequential_pair`), each look said on stderr."""
+    from cogtestbed.runs.looks import run_sequential_pair as run
 
     return run(requests, output, design, execute_run, _say)
 
 
 def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[Any], Any]) -> Any:
     """A monitored plan's run in ``request.output``, subject by subject
-    (:func:`cogtestbed.validation.runs.monitor_run.run_monitored`), each step said on stderr."""
-    from cogtestbed.validation.runs.monitor_run import run_monitored as run
+    (:func:`cogtestbed.runs.monitor_run.run_monitored`), each step said on stderr."""
+    from cogtestbed.runs.monitor_run import run_monitored as run
 
     return run(request, design, execute_run, _say)
 
@@ -52,8 +52,8 @@ def run_monitored(request: Any, design: dict[str, Any], execute_run: Callable[[A
 def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, Any],
                        execute_run: Callable[[Any], Any]) -> Any:
     """A monitored plan of two LLMs in ``output``, pair by pair
-    (:func:`cogtestbed.validation.runs.monitor_run.run_monitored_pair`), each step said on stderr."""
-    from cogtestbed.validation.runs.monitor_run import run_monitored_pair as run
+    (:func:`cogtestbed.runs.monitor_run.run_monitored_pair`), each step said on stderr."""
+    from cogtestbed.runs.monitor_run import run_monitored_pair as run
 
     return run(requests, output, design, execute_run, _say)
 
@@ -78,9 +78,9 @@ class LookReplay:
 def looks(run_dir: str | os.PathLike[str]) -> LookReplay:
     """Reproduce every recorded look of a sequential ``run --plan`` in ``run_dir`` from its saved
     trial table(s) (``cogtestbed looks``; the command exits 1 where one is not reproduced;
-    :func:`cogtestbed.validation.runs.looks.replay_looks`)."""
-    from cogtestbed.validation.runs.looks import replay_looks
-    from cogtestbed.validation.runs.monitor_run import MONITOR_DESIGN, replay_monitor
+    :func:`cogtestbed.runs.looks.replay_looks`)."""
+    from cogtestbed.runs.looks import replay_looks
+    from cogtestbed.runs.monitor_run import MONITOR_DESIGN, replay_monitor
 
     if (Path(run_dir) / MONITOR_DESIGN).exists():  # a monitored run: every subject a step
         steps, done = replay_monitor(Path(run_dir))

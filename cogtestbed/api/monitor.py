@@ -1,5 +1,5 @@
 """The anytime-valid monitor on a user's own values: ``ct.monitor`` (the e-process and confidence sequence a
-monitored ``run`` records, :mod:`cogtestbed.validation.runs.monitor_run`, on any per-subject values)."""
+monitored ``run`` records, :mod:`cogtestbed.runs.monitor_run`, on any per-subject values)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
             cap: int | None = None, outside: str = "stop",
             plan: str | os.PathLike[str] | None = None) -> MonitorPath:
     """Monitor per-subject values with the betting e-process and its confidence sequence, as a monitored run
-    does (Waudby-Smith & Ramdas 2023; :mod:`cogtestbed.validation.design.eprocess`).
+    does (Waudby-Smith & Ramdas 2023; :mod:`cogtestbed.planning.kinds.monitor.eprocess`).
 
     Parameters
     ----------
@@ -97,11 +97,11 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
     >>> [round(x, 2) for x in path.interval]
     [0.1, 1.0]
     """
-    from cogtestbed.validation.design.monitor_file import checked_monitor, sealed
-    from cogtestbed.validation.runs.monitor_run import steps as monitor_steps
+    from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor, sealed
+    from cogtestbed.runs.monitor_run import steps as monitor_steps
 
     if plan is not None:
-        from cogtestbed.validation.design.plan_report import load_plan
+        from cogtestbed.planning.plan_report import load_plan
 
         design = load_plan(Path(plan)).get("monitor")
         if design is None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
 from cogtestbed.request import build, derive_api
-from cogtestbed.validation.runs.phenotype_options import PhenotypeRequest
+from cogtestbed.runs.phenotype_options import PhenotypeRequest
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,8 +66,8 @@ def phenotype(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Phenot
 def _phenotype(paths: list[Path], agents: list[str] | None, experiment: str | None, kinds: tuple[str, ...],
                normalisation: str, output: Path | None, sessions: str | None = None) -> Phenotype:
     from cogtestbed.outputs import atomic_write_bytes
+    from cogtestbed.runs.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
     from cogtestbed.trials import write_json_atomic
-    from cogtestbed.validation.runs.phenotype import metrics_from_files, phenotype_table, plot_phenotype, table_flags
 
     results = metrics_from_files(paths, agents, experiment, kinds, sessions)
     if not results:

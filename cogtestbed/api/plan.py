@@ -9,7 +9,7 @@ statistical test the metrics function reports (``test=KEY, agent="AGENT:p=v"``).
 ``plan.json``, ``frontier.png`` and ``report.html``, executed by ``cogtestbed run --plan``).
 
 A thin face: the request is built here and dispatched through the registry of plan kinds
-(:mod:`cogtestbed.validation.design.plan_kinds`), which checks and plans it.
+(:mod:`cogtestbed.planning.plan_kinds`), which checks and plans it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
-from cogtestbed.request import options_doc, request_block
-from cogtestbed.validation.design.plan_options import (
+from cogtestbed.planning.plan_options import (
     People,
     PlanAdaptive,
     PlanFit,
@@ -36,6 +35,7 @@ from cogtestbed.validation.design.plan_options import (
     PlanTarget,
     Pricing,
 )
+from cogtestbed.request import options_doc, request_block
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,7 +49,7 @@ Say = Callable[[str], None] | None
 @dataclass
 class Plan:
     """A study plan: ``kind`` names the registered plan kind that made it
-    (:mod:`~cogtestbed.validation.design.plan_kinds`: ``power``, ``sequential``, ``hierarchical``,
+    (:mod:`~cogtestbed.planning.plan_kinds`: ``power``, ``sequential``, ``hierarchical``,
     ``precision``, ``adaptive``, ``forms`` or one registered from outside), ``payload`` what its file holds."""
 
     payload: dict[str, Any]
@@ -82,8 +82,8 @@ class Plan:
 
     def lines(self) -> list[str]:
         """The plan as text, as ``cogtestbed plan`` prints it (its kind's
-        :attr:`~cogtestbed.validation.design.kinds.PlanKind.lines`)."""
-        from cogtestbed.validation.design.plan_kinds import get_plan_kind
+        :attr:`~cogtestbed.planning.kinds.PlanKind.lines`)."""
+        from cogtestbed.planning.plan_kinds import get_plan_kind
 
         return get_plan_kind(self.kind).lines(self.payload, self.size_name)
 
@@ -93,7 +93,7 @@ class Plan:
         folder is claimed first (:func:`~cogtestbed.outputs.output_dir`): a non-empty one is refused unless
         ``force``, and of two commands saving there at once one is refused."""
         from cogtestbed.outputs import output_dir
-        from cogtestbed.validation.design.plan_kinds import get_plan_kind
+        from cogtestbed.planning.plan_kinds import get_plan_kind
 
         with output_dir(Path(directory), force):
             self.files = get_plan_kind(self.kind).save(self.payload, Path(directory))
@@ -104,8 +104,8 @@ class Plan:
         import tempfile
 
         from cogtestbed.api.figures import Figures
-        from cogtestbed.validation.design.plan_kinds import get_plan_kind
-        from cogtestbed.validation.design.plan_report import plot_frontier
+        from cogtestbed.planning.plan_kinds import get_plan_kind
+        from cogtestbed.planning.plan_report import plot_frontier
 
         if not get_plan_kind(self.kind).frontier:
             raise InputError(f"a {self.kind} plan has no cost-power frontier to plot")
@@ -120,13 +120,13 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
          prompt_forms: PlanForms | None = None, adaptive_sessions: PlanAdaptive | None = None, mc_se: float = 0.03,
          seed: int = 0, workers: int | None = None, say: Say = None, **options: Any) -> Plan:
     """Plan a study (``cogtestbed plan``): the cheapest design that answers one question, priced in calls,
-    tokens and dollars.  The request comes in typed groups (:class:`~cogtestbed.validation.design.plan_options.
-    PlanTarget`, :class:`~cogtestbed.validation.design.plan_options.People`, :class:`~cogtestbed.validation.design.
-    plan_options.PlanSizes`, :class:`~cogtestbed.validation.design.plan_options.Pricing`, ...; each left out takes its
+    tokens and dollars.  The request comes in typed groups (:class:`~cogtestbed.planning.plan_options.
+    PlanTarget`, :class:`~cogtestbed.planning.plan_options.People`, :class:`~cogtestbed.planning.
+    plan_options.PlanSizes`, :class:`~cogtestbed.planning.plan_options.Pricing`, ...; each left out takes its
     defaults), or, as a shortcut building the same request, as flat keywords (``llm=``, ``model=``,
     ``effect=``, ...: every option listed below); a keyword whose option lies in a group also given is refused.
 
-    The question is a registered plan kind (:mod:`cogtestbed.validation.design.plan_kinds`): ``question``
+    The question is a registered plan kind (:mod:`cogtestbed.planning.plan_kinds`): ``question``
     names one, else the first that claims the request plans it: ``forms`` (``forms``), ``adaptive``
     (``adaptive`` with ``precision``), ``precision`` (``precision={PARAM: HALFWIDTH}``: the cheapest design
     whose one-subject MLE lies within the half-width with probability ``assurance``), ``sequential``
@@ -138,8 +138,8 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     A power target takes the three forms of :func:`cogtestbed.power`: a model parameter or contrast
     (``model="rw-pm", effect={"optimism_bias": 0.2}``; with two ``llm`` the difference between the two LLMs;
     with one ``llm`` and ``human`` (a trial table of people, fitted once per subject,
-    :func:`~cogtestbed.validation.studies.model_studies.reference_sample`) or ``population`` (``"human:NAME"``
-    or a population file, issue 52) the LLM against those people), a metric difference between two settings
+    :func:`~cogtestbed.studies.model_studies.reference_sample`) or ``population`` (``"human:NAME"``
+    or a population file) the LLM against those people), a metric difference between two settings
     (``metric=..., compare=("AGENT:p=v", "AGENT:p=v")``) and a statistical test the metrics function reports
     (``test=KEY, agent="AGENT:p=v"``).  Two groups are tested by a Welch t-test of the per-subject MLE
     (log scale for a log-scaled parameter), or with ``fit="hierarchical"`` by the posterior of the
@@ -148,20 +148,20 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     Sizes: ``subjects`` / ``runs`` / ``trials`` as ``(lo, hi)``, a list, one number or the command line's
     text (``"10:200"``); ``design`` fixes fields (a list ``FIELD=a,b,c`` on an integer field is searched).
     ``looks="auto"`` searches the looks (2–10), the spending function and futility on/off
-    (:mod:`cogtestbed.validation.design.seqauto`); futility is non-binding unless ``binding_futility``.
-    A reasoning model (issue 49) is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its
+    (:mod:`cogtestbed.planning.kinds.sequential.seqauto`); futility is non-binding unless ``binding_futility``.
+    A reasoning model is priced with ``reasoning_effort`` / ``thinking_budget`` as run and its
     completion tokens per call from ``pilot`` or ``assume_reasoning_tokens`` (``N`` or ``LOW:HIGH``).
-    ``adaptive`` (parameter names, issue 53) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
+    ``adaptive`` (parameter names) with ``precision={PARAM: HALFWIDTH}``: the trials per session that
     adaptive sessions and fixed sessions of the same design space need, each priced by ``llm``'s dry run.
     ``mix=True`` with ``estimand``, ``predictor``, ``human`` and ``precision={ESTIMAND: HALFWIDTH}`` (``fee``: $10): the
-    cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.validation.design.mix`;
+    cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.planning.kinds.mix.mix`;
     the group ``mixed=PlanMix(...)`` as a keyword).
     ``say`` receives progress lines.  The same arguments and seed give the same plan as the command line.
     """
     from cogtestbed.api.core import get_experiment, read_table
+    from cogtestbed.planning.kinds import PlanContext
+    from cogtestbed.planning.plan_kinds import check_before_import, plan_request
     from cogtestbed.request import api_leaves, build_grouped
-    from cogtestbed.validation.design.kinds import PlanContext
-    from cogtestbed.validation.design.plan_kinds import check_before_import, plan_request
 
     mixed = options.pop("mixed", None)  # the --mix group: a keyword of its own past the signature's 15
     known = {leaf.name for leaf in api_leaves(PlanRequest)}

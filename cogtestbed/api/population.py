@@ -1,4 +1,4 @@
-"""Human populations (issue 52): build one from a hierarchical fit, read a shipped or saved one.
+"""Human populations: build one from a hierarchical fit, read a shipped or saved one.
 
 A population is the posterior of a hierarchical fit's group parameters, kept as draws
 (:class:`~cogtestbed.inference.population.Population`); ``simulate``, ``recover``, ``power`` and
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cogtestbed.api.checks import public
 from cogtestbed.errors import InputError
 from cogtestbed.request import build, derive_api
-from cogtestbed.validation.studies.population_options import BuildPopulationRequest, PopulationFromFitRequest
+from cogtestbed.studies.population_options import BuildPopulationRequest, PopulationFromFitRequest
 
 if TYPE_CHECKING:
     import pandas as pd

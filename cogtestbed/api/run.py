@@ -18,7 +18,7 @@ from cogtestbed.api.console import console_err
 from cogtestbed.api.core import design_overrides, with_adaptive
 from cogtestbed.errors import InputError
 from cogtestbed.request import build, derive_api, flat, request_block
-from cogtestbed.validation.runs.run_options import (
+from cogtestbed.runs.run_options import (
     DEFAULT_MAX_SERVICE_REQUESTS,
     DEFAULT_RETRY_WINDOW,
     PROGRESS_EVERY,
@@ -70,7 +70,7 @@ def parse_add_budget(items: list[str]) -> tuple[int, float]:
 @dataclass
 class LLMRun:
     """One LLM's run (what :func:`execute_run` takes): the options of ``cogtestbed run``
-    (:class:`~cogtestbed.validation.runs.run_options.RunRequest`, where each is declared) for one of its
+    (:class:`~cogtestbed.runs.run_options.RunRequest`, where each is declared) for one of its
     LLMs, a plan's settings applied."""
 
     experiment: str
@@ -120,12 +120,12 @@ class LLMRun:
     poll_every: float = 30.0
     #: Most HTTP requests that are no model call (a batch API's uploads, polls, downloads) per invocation.
     max_service_requests: int = DEFAULT_MAX_SERVICE_REQUESTS
-    #: ``--reasoning-effort``: OpenAI's ``reasoning_effort`` of a reasoning model (issue 49).
+    #: ``--reasoning-effort``: OpenAI's ``reasoning_effort`` of a reasoning model.
     reasoning_effort: str | None = None
     #: ``--thinking-budget``: Anthropic's extended thinking on with this ``budget_tokens``; for OpenAI's
     #: reasoning models the hidden tokens each call's completion limit reserves.
     thinking_budget: int | None = None
-    #: ``--adaptive``: parameters whose expected information chooses each next trial (issue 53), with
+    #: ``--adaptive``: parameters whose expected information chooses each next trial, with
     #: ``trials`` the session's length (design fields ``adaptive`` / ``trials``).
     adaptive: str | None = None
     trials: int | None = None
@@ -147,7 +147,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRu
     temperature_source: str | None = None
     p: dict[str, Any] | None = None
     if o["plan"] is not None:
-        from cogtestbed.validation.design.plan_report import plan_run_settings
+        from cogtestbed.planning.plan_report import plan_run_settings
 
         p = plan_run_settings(o["plan"], o["experiment"], llm, o["subjects"], o["seed"], o["design"])
         o.update(experiment=p["experiment"], subjects=p["subjects"], seed=p["seed"], max_tokens=p["max_tokens"],
@@ -183,7 +183,7 @@ def planned_request(llm: str, output: Path, opts: dict[str, Any]) -> tuple[LLMRu
 
 def _sequential_kind(plan: Path) -> str | None:
     """The statistic kind of a sequential plan (None for a fixed plan)."""
-    from cogtestbed.validation.design.plan_report import load_plan
+    from cogtestbed.planning.plan_report import load_plan
 
     seq = load_plan(plan).get("sequential")
     return None if seq is None else str(seq["statistic"]["kind"])
@@ -329,7 +329,7 @@ def run_price(request: LLMRun, standard: Any) -> Any:
 def adaptive_steps_note(exp: Any, design: Any) -> str | None:
     """For an adaptive session whose subject answers more than ``--trials`` steps (calls): how many and why
     (magnitude estimation plays ``--trials`` in every block; belief coherence asks each context in several
-    calls), so a long run is no surprise (issue 53); None otherwise."""
+    calls), so a long run is no surprise; None otherwise."""
     from cogtestbed.environments.adaptive import is_adaptive
 
     if not is_adaptive(design):
@@ -469,7 +469,7 @@ def _planned_llms(plan: Path | None, llms: Sequence[str] | None) -> list[str]:
     """The ``--llm`` given, else the LLM(s) a plan was priced for."""
     if plan is None or llms:
         return list(llms or [])
-    from cogtestbed.validation.design.plan_report import load_plan
+    from cogtestbed.planning.plan_report import load_plan
 
     return list(dict.fromkeys(load_plan(plan)["llms"]))
 
@@ -531,7 +531,7 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
 
 def _monitor_pairs(plan: Path) -> bool | None:
     """Whether a plan's monitor compares two LLMs pair by pair (None: the plan monitors nothing)."""
-    from cogtestbed.validation.design.plan_report import load_plan
+    from cogtestbed.planning.plan_report import load_plan
 
     mon = load_plan(plan).get("monitor")
     return None if mon is None else bool(mon.get("pairs"))
@@ -583,13 +583,13 @@ def _run_sequential_pair(llms: list[str], output: Path, opts: dict[str, Any]) ->
 
 def _run_paired(llms: list[str], output: Path, opts: dict[str, Any]) -> Any:
     """Both models on the same sessions (one run directory each), then ``paired.json``: the headline
-    metrics side by side with a paired test (:mod:`cogtestbed.validation.runs.paired`) and the ``request``
+    metrics side by side with a paired test (:mod:`cogtestbed.runs.paired`) and the ``request``
     block of the options given (:func:`cogtestbed.request.request_block`, as in each ``run.json``).  A dry run:
     each model's estimate; a budget stop of the first model ends the run before the second starts."""
     import json
 
     from cogtestbed.registry import get_experiment, read_trials
-    from cogtestbed.validation.runs.paired import paired_report
+    from cogtestbed.runs.paired import paired_report
 
     _two_llms(llms)
     dirs = [model_dir(output, i, llm) for i, llm in enumerate(llms)]

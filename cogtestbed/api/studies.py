@@ -1,7 +1,7 @@
 """Studies on synthetic data as Python functions: :func:`recover`, :func:`model_recovery`,
 :func:`sbc` and :func:`power` (``cogtestbed recover | model-recovery | sbc | power``).
 
-Each builds the same :class:`~cogtestbed.validation.studies.driver.StudySpec` as its command
+Each builds the same :class:`~cogtestbed.studies.driver.StudySpec` as its command
 (keyword names follow the options: ``subjects``, ``trials``, ``runs``, ``reps``, ``method``,
 ``params`` for ``--param``, ``fix`` for ``--fix``), checks it before computing, runs it on local
 processes and returns a :class:`Study`: ``.table`` (one row per estimate or simulated study),
@@ -20,7 +20,7 @@ from cogtestbed.api.checks import model_first, public
 from cogtestbed.api.figures import Figures
 from cogtestbed.errors import InputError
 from cogtestbed.request import api_values, build, derive_api, keyword, request_block
-from cogtestbed.validation.studies.study_options import (
+from cogtestbed.studies.study_options import (
     FORM_STUDY_OPTIONS,
     DeclaredStudyRequest,
     FormStudyRequest,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from cogtestbed.experiments.spec import ExperimentSpec
-    from cogtestbed.validation.studies.driver import StudyResult, StudySpec
+    from cogtestbed.studies.driver import StudyResult, StudySpec
 
 Sizes = int | Sequence[int] | None
 Assignments = Mapping[str, float] | None
@@ -95,7 +95,7 @@ class Study:
         ``cells`` of several designs; ``confusion``, ``power``, ``sbc``, ...), the report written,
         the verdict, the resolved designs (every field), the true parameters' distribution, the
         seconds taken and the ``request`` block of the options given (as ``summary.json``'s)."""
-        from cogtestbed.validation.studies.report import resolved
+        from cogtestbed.studies.report import resolved
 
         s, kind = self.summary, self.spec.kind
         if kind == "recovery":
@@ -118,7 +118,7 @@ class Study:
         ``directory`` (default: a temporary one)."""
         import tempfile
 
-        from cogtestbed.validation.studies.plots import plots
+        from cogtestbed.studies.plots import plots
 
         out = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="cogtestbed-study-"))
         out.mkdir(parents=True, exist_ok=True)
@@ -126,7 +126,7 @@ class Study:
 
     def save(self, directory: str | os.PathLike[str]) -> dict[str, Path]:
         """results.parquet, summary.json, the plots and report.html (as ``-o DIR`` writes them)."""
-        from cogtestbed.validation.studies.report import write_study
+        from cogtestbed.studies.report import write_study
 
         self.files = write_study(self.result, Path(directory))
         return self.files
@@ -137,7 +137,7 @@ class Study:
 
 def _sizes(value: Sizes | str, default: tuple[Any, ...], option: str = "`subjects`") -> tuple[Any, ...]:
     """A size, a list of sizes or a comma list as the command line spells it (``"10,20"``)."""
-    from cogtestbed.validation.studies.options import ints
+    from cogtestbed.studies.options import ints
 
     if value is None:
         return default
@@ -148,7 +148,7 @@ def _sizes(value: Sizes | str, default: tuple[Any, ...], option: str = "`subject
 
 def _assignments(value: Assignments | Sequence[str], option: str) -> dict[str, Any]:
     """A mapping of names to values, or ``NAME=VALUE`` items as the command line spells them."""
-    from cogtestbed.validation.studies.options import parse_assignments
+    from cogtestbed.studies.options import parse_assignments
 
     if value is None:
         return {}
@@ -161,8 +161,8 @@ def _sized(experiment: str, design: Any, trials: Sizes | str) -> dict[str, Any]:
     """The study's ``design`` and ``trials``: a mapping of fields, a design object (its fields: the option is
     :class:`cogtestbed.option_groups.DesignFields`, as ``ct.simulate`` takes it), or ``--design`` items (a comma
     list on the trials field sweeps it; on another integer field it raises
-    :class:`~cogtestbed.validation.studies.sizes.DesignSweep`: one study per value)."""
-    from cogtestbed.validation.studies.options import sized
+    :class:`~cogtestbed.studies.sizes.DesignSweep`: one study per value)."""
+    from cogtestbed.studies.options import sized
 
     dump = getattr(design, "model_dump", None)
     design = dump() if callable(dump) else design
@@ -196,10 +196,10 @@ def _experiment_name(experiment: str | ExperimentSpec | None, model: str | None 
 
 def say_estimate(spec: StudySpec, workers: int | None, say: Callable[[str], None]) -> Any:
     """The study's up-front time estimate, said (for a job over
-    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.validation.design.estimate`);
+    :data:`~cogtestbed.progress.ESTIMATE_OVER` seconds; :mod:`cogtestbed.planning.estimate`);
     returns it (its timed task's rows are reused by the study), or None."""
     from cogtestbed import progress
-    from cogtestbed.validation.design.estimate import MIN_TASKS, study_estimate
+    from cogtestbed.planning.estimate import MIN_TASKS, study_estimate
 
     if getattr(spec, "method", None) == "hierarchical" and len(spec.tasks()) >= MIN_TASKS:
         # the timed task compiles the hierarchical model first (tens of seconds): say so, not silence
@@ -220,14 +220,14 @@ def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = 
     ``precision`` and ``assurance`` judge a recovery (``recover --precision``); ``request``: the
     study's request (``RecoverRequest``, ...), recorded as the ``request`` block of ``summary.json``."""
     from cogtestbed.outputs import output_dir
-    from cogtestbed.validation.studies.driver import (
+    from cogtestbed.studies.driver import (
         check_study,
         check_study_memory,
         concurrent_tasks,
         dask_client,
         run_study,
     )
-    from cogtestbed.validation.studies.report import write_study
+    from cogtestbed.studies.report import write_study
 
     watch = watch or Watch()
     exp = check_study(spec)
@@ -245,7 +245,7 @@ def run_spec(spec: StudySpec, *, workers: int | None = None, dask: str | None = 
             if client is not None:
                 client.close()
         if spec.kind == "recovery":  # the user's tolerance, estimates at a bound
-            from cogtestbed.validation.studies.recovery_checks import add_recovery_checks
+            from cogtestbed.studies.recovery_checks import add_recovery_checks
 
             add_recovery_checks(result, _assignments(precision, "`precision`"), assurance)
         if request is not None:
@@ -260,7 +260,7 @@ def _read(options: dict[str, Any], names: str) -> list[Any]:
 
 
 def _spec(**fields: Any) -> StudySpec:
-    from cogtestbed.validation.studies.options import study_spec_of
+    from cogtestbed.studies.options import study_spec_of
 
     return study_spec_of(**fields)
 
@@ -283,7 +283,7 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
 
     ``experiment`` None: the one experiment declaring ``model``.  The earlier call form
     ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`)."""
-    from cogtestbed.validation.studies.options import lapse_fit
+    from cogtestbed.studies.options import lapse_fit
 
     req = build(RecoverRequest, {**options, "experiment": experiment, "model": model})
     o = api_values(req)
@@ -318,7 +318,7 @@ def _refuse_unidentified(spec: Any) -> None:
     model (:func:`cogtestbed.identifiability.refuse_unidentified`, at each size's smallest subject)."""
     from cogtestbed.identifiability import refuse_unidentified
     from cogtestbed.registry import get_experiment
-    from cogtestbed.validation.studies.study_data import design_for_trials
+    from cogtestbed.studies.study_data import design_for_trials
 
     exp = get_experiment(spec.experiment)
     for trials in spec.trials:
@@ -379,12 +379,12 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
     its Monte-Carlo SE (``summary["cells"][i]["mc_se"]``).  With one positional argument it is the
     target, as in the earlier call form ``power(MODEL, effect=..., experiment=...)``, which still works.
 
-    ``population`` (``"human:NAME"`` or a population file; issue 52) replaces ``base`` and
+    ``population`` (``"human:NAME"`` or a population file) replaces ``base`` and
     ``sd_between``: each simulated study takes one posterior draw of its group parameters (medians
     moved by the effect, subjects scattered by that draw's SDs); with ``groups=2`` the first group
     is as many people as the population was fitted to (their number fixed), drawn afresh from it at
     their own trial count, and ``subjects`` sizes the second group."""
-    from cogtestbed.validation.studies.options import assignment_items, one_assignment, power_spec, with_population
+    from cogtestbed.studies.options import assignment_items, one_assignment, power_spec, with_population
 
     req = build(PowerRequest, {**options, "experiment": experiment, "target": target})
     o = api_values(req)
@@ -419,7 +419,7 @@ def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
     over ``values`` from the agent's setting ``agent`` (``AGENT[:p=v,...]``); the metric's mean and
     SD per value and whether it moves in ``direction`` (increasing, decreasing or any)."""
     from cogtestbed.parameters import parse_agent
-    from cogtestbed.validation.studies.options import floats
+    from cogtestbed.studies.options import floats
 
     req = build(MetricValidityRequest, {**options, "experiment": experiment})
     o = api_values(req)
@@ -444,7 +444,7 @@ def study(experiment: str | ExperimentSpec, name: str | None = None, **options: 
     EXPERIMENT NAME``, e.g. ``metric-power`` or ``recovery:1``); without ``name`` the declared
     studies (``{"study", "description"}`` each)."""
     from cogtestbed.api.core import get_experiment
-    from cogtestbed.validation.studies.driver import declared_studies, spec_from_decl
+    from cogtestbed.studies.driver import declared_studies, spec_from_decl
 
     req = build(DeclaredStudyRequest, {**options, "experiment": experiment, "name": name})
     o = api_values(req)
@@ -464,15 +464,15 @@ def study(experiment: str | ExperimentSpec, name: str | None = None, **options: 
 @derive_api(FormStudyRequest, only=FORM_STUDY_OPTIONS, required=("forms",))
 def form_study(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> dict[str, Any]:
     """A study across prompt forms (``recover --forms`` and ``power --forms``;
-    :mod:`cogtestbed.validation.studies.form_studies`): ``subjects`` split over the ``forms``,
+    :mod:`cogtestbed.studies.form_studies`): ``subjects`` split over the ``forms``,
     offsets drawn with ``form_sd``; with ``effect`` the forms-aware test's rejection rate beside
     the naive test's, without it the recovery of the form SD and its interval's coverage (MLE).
     Returns the summary (experiment, model, the forms, and the study's results).  The earlier call
     form ``form_study(MODEL, forms=..., experiment=...)`` still works."""
     from cogtestbed.api.core import get_experiment
     from cogtestbed.environments.forms import FormDesign, parse_form_sd, resolve_forms
-    from cogtestbed.validation.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
-    from cogtestbed.validation.studies.options import one_assignment, parse_assignments
+    from cogtestbed.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
+    from cogtestbed.studies.options import one_assignment, parse_assignments
 
     req = build(FormStudyRequest, {**options, "experiment": experiment, "model": model})
     forms, form_sd, subjects, reps, params, effect, design, trials, level, seed = (
@@ -536,7 +536,7 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, **options: Any) -> Figures:
     ``recovery.png`` in ``directory`` (default: a temporary one)."""
     import tempfile
 
-    from cogtestbed.validation.studies.plots import pyplot, save_figure
+    from cogtestbed.studies.plots import pyplot, save_figure
 
     req = build(RecoveryPlotRequest, options)
     labels, directory = req.labels, req.directory

@@ -1,4 +1,4 @@
-"""Every option of the smaller workflows, declared once (issue 51, item 2): the conformance suite
+"""Every option of the smaller workflows, declared once: the conformance suite
 (``cogtestbed check``, :func:`cogtestbed.check`), the Psych-201 export (``cogtestbed export``,
 :func:`cogtestbed.export`), the metrics (``cogtestbed metrics``, :func:`cogtestbed.metrics`), a
 language model's transcript log-likelihood (``cogtestbed transcript-nll``,

@@ -186,7 +186,7 @@ USER_ERROR_NAMES: tuple[str, ...] = (
     "builtins:PermissionError",
     "builtins:IsADirectoryError",
     "builtins:NotADirectoryError",
-    "cogtestbed.validation.errors:WorkerDied",
+    "cogtestbed.study_errors:WorkerDied",
 )
 
 

@@ -76,13 +76,13 @@ def _print(info: dict[str, Any]) -> None:
 def _flags(text: str) -> str:
     """The library's fields (`` `model` ``) in ``text`` as ``plan``'s flags (``--model``)."""
     from cogtestbed.cli.options import as_flags
-    from cogtestbed.validation.design.plan_options import PlanRequest
+    from cogtestbed.planning.plan_options import PlanRequest
 
     return as_flags(text, (PlanRequest,))
 
 
 def _print_planning(plan: dict[str, Any]) -> None:
-    """What ``plan`` can plan for the experiment (issue 67): metrics between groups, parameters forms can shift."""
+    """What ``plan`` can plan for the experiment: metrics between groups, parameters forms can shift."""
     console.print(_table("planning (cogtestbed plan): each headline metric between two groups (--metric M --compare "
                          "A B, two --llm)", ["metric", "compared between groups"],
                          [[m["metric"], m.get("test") or f"no: {_flags(m['why'])}"] for m in plan["metrics"]]))

@@ -35,7 +35,7 @@ def looks(req: LooksRequest) -> None:
         print_json(result.to_dict())
     else:
         for r in result.looks:
-            if "line" in r:  # a monitored run's step (issue 74)
+            if "line" in r:  # a monitored run's step
                 console.print(r["line"] + ("  reproduced" if r["reproduced"] else
                                            f"  MISMATCH ({', '.join(r['differs'])})"), highlight=False)
                 continue

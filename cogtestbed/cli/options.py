@@ -1,4 +1,4 @@
-"""A command's options made from its request (issue 51, item 2): the one place of the command line
+"""A command's options made from its request: the one place of the command line
 that builds a typer option or argument.
 
 :func:`request_command` registers ``body(request, *more)`` as a command whose parameters are the
@@ -69,7 +69,7 @@ def metrics_flags() -> dict[str, str]:
 
 
 def as_flags(text: str, classes: Sequence[type[Any]]) -> str:
-    """A library message's fields (written `` `name` ``, issue 67) as the command line's flags (``--name``): those
+    """A library message's fields (written `` `name` ``) as the command line's flags (``--name``): those
     of the requests ``classes`` first, then those of any other request the command line declares (a message
     naming an option of another command), then an experiment's metrics options; a quoted word none declares stays
     as it is."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import request_command
-from cogtestbed.validation.runs.phenotype_options import PhenotypeRequest
+from cogtestbed.runs.phenotype_options import PhenotypeRequest
 
 
 @request_command(app, PhenotypeRequest)

@@ -1,7 +1,7 @@
 """``cogtestbed plan``: the cheapest design answering one question, priced in calls, tokens and dollars (a thin
 layer over :func:`cogtestbed.api.plan.plan`: it parses the options, calls it and prints the plan's lines).
 
-The question is a registered plan kind (:mod:`cogtestbed.validation.design.plan_kinds`; ``--question`` names
+The question is a registered plan kind (:mod:`cogtestbed.planning.plan_kinds`; ``--question`` names
 one, else the options choose it): a model parameter or contrast (``--model M --effect NAME=SIZE``), a metric
 difference between two settings (``--metric M --compare AGENT:p=v AGENT:p=v``), a statistical test the
 metrics function reports (``--test KEY --agent AGENT:p=v``), a precision target (``--precision``), a
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import request_command
 from cogtestbed.option_groups import JsonOutput, Output, Overwrite
+from cogtestbed.planning.plan_options import PlanRequest
 from cogtestbed.request import variant
-from cogtestbed.validation.design.plan_options import PlanRequest
 
 
 @dataclass(frozen=True)

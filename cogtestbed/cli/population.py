@@ -1,4 +1,4 @@
-"""``cogtestbed population``: list, show and build human populations (issue 52) — the posterior of
+"""``cogtestbed population``: list, show and build human populations — the posterior of
 a hierarchical fit's group parameters that ``simulate``, ``recover``, ``power`` and ``plan`` take as
 ``--population human:NAME`` (:mod:`cogtestbed.api.population`)."""
 
@@ -12,7 +12,7 @@ from cogtestbed.cli.app import LightGroup, app, console_err, print_json
 from cogtestbed.cli.options import request_command
 from cogtestbed.option_groups import JsonOutput
 from cogtestbed.request import option
-from cogtestbed.validation.studies.population_options import BuildPopulationRequest as BuildRequest
+from cogtestbed.studies.population_options import BuildPopulationRequest as BuildRequest
 
 population_app = typer.Typer(cls=LightGroup, no_args_is_help=True, add_completion=False,
                              help="Human populations: the posterior of a hierarchical fit's group parameters "

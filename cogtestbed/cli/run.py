@@ -1,6 +1,6 @@
 """``cogtestbed run``: a real LLM as N subjects of any registered experiment, two LLMs on the same
 sessions, or a sequential plan's looks (a thin layer over :func:`cogtestbed.api.run.run`; its options
-are declared once, in :class:`~cogtestbed.validation.runs.run_options.RunRequest`)."""
+are declared once, in :class:`~cogtestbed.runs.run_options.RunRequest`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from cogtestbed.api.run import EXIT_BUDGET_STOP
 from cogtestbed.cli.app import app, console_err, print_json
 from cogtestbed.cli.options import request_command
-from cogtestbed.validation.runs.run_options import RunRequest
+from cogtestbed.runs.run_options import RunRequest
 
 
 @request_command(app, RunRequest)
@@ -28,7 +28,7 @@ def run(req: RunRequest) -> None:
             print_json(estimate)
         return
     if isinstance(result, PairedRun) and result.report is not None:
-        from cogtestbed.validation.runs.paired import format_report
+        from cogtestbed.runs.paired import format_report
 
         console_err.print(format_report(result.report), highlight=False)
     if getattr(result, "status", None) == "stopped":

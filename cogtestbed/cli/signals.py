@@ -6,7 +6,7 @@ Python runs a signal handler in the main thread between two bytecodes, wherever 
 raises there (Python's own SIGINT handler; a SIGTERM handler raising :class:`SystemExit`) can land inside the
 standard library's lock, fork and logging machinery: raised in ``Condition.wait`` between the release of its lock
 and the ``try`` that restores it, the exception became ``RuntimeError: release unlocked lock`` at the ``with``
-that released it again (a traceback; issue 71: 1 plan in 8); raised in a fork hook (logging's ``_releaseLock``,
+that released it again (a traceback in 1 plan of 8); raised in a fork hook (logging's ``_releaseLock``,
 the collector's, run by ``os.fork`` while a plan starts its workers) it was printed as "Exception ignored" and
 lost, and the plan ran on to its end with status 0; raised in numba's Python code under its dispatcher, in an
 llvmlite callback or in pydantic's schema build, it became "SystemError: ... returned a result with an exception

@@ -27,7 +27,7 @@ from cogtestbed.cli.app import app, console, console_err, print_json
 from cogtestbed.cli.options import command_signature, request_command
 from cogtestbed.errors import InputError
 from cogtestbed.request import api_values, from_cli
-from cogtestbed.validation.studies.study_options import (
+from cogtestbed.studies.study_options import (
     DeclaredStudyRequest,
     FitRequest,
     MetricValidityRequest,
@@ -91,7 +91,7 @@ def readable_frame(frame: Any, spec: Any = None) -> Any:
 
     out = frame.copy()
     if spec is not None and "n_trials" in out.columns:
-        from cogtestbed.validation.studies.labels import design_name
+        from cogtestbed.studies.labels import design_name
 
         out.insert(0, "design", [design_name(spec, t) for t in out["n_trials"]])
         out = out.drop(columns=["n_trials"])
@@ -116,7 +116,7 @@ def _show(study: Study, as_json: bool, output: Path | None) -> None:
     from rich.table import Table
 
     from cogtestbed.formatting import num
-    from cogtestbed.validation.studies.report import summary_tables
+    from cogtestbed.studies.report import summary_tables
 
     for caption, frame in summary_tables(study.result):
         frame = readable_frame(frame, study.spec)
@@ -139,7 +139,7 @@ def _show(study: Study, as_json: bool, output: Path | None) -> None:
 
 def study_command(request: type[Any], *names: str) -> Callable[[Callable[..., Study | None]], Callable[..., Any]]:
     """Register a study command (under ``names``; default: the function's name with dashes) whose
-    options are those of ``request`` (:mod:`cogtestbed.validation.studies.study_options`: each declared
+    options are those of ``request`` (:mod:`cogtestbed.studies.study_options`: each declared
     once there, the shared ones in its ``run`` sub-object, :class:`StudyRun`).
 
     The decorated function takes the request and the study's view on stderr (``watch``,
@@ -151,7 +151,7 @@ def study_command(request: type[Any], *names: str) -> Callable[[Callable[..., St
     def register(fn: Callable[..., Study | None]) -> Callable[..., Any]:
         def command(**values: Any) -> None:
             req = from_cli(request, values)  # a refused option (a count over its bound) before anything heavy loads
-            from cogtestbed.validation.studies.sizes import DesignSweep
+            from cogtestbed.studies.sizes import DesignSweep
 
             run: StudyRun = req.run
             bar = _Bar(run.as_json)

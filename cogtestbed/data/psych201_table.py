@@ -1,4 +1,4 @@
-"""Any Psych-201 file as a table, and back byte for byte (issue 70).
+"""Any Psych-201 file as a table, and back byte for byte.
 
 Every Psych-201 file reads into a **transcript table** (:func:`transcript_table`), whether or not an
 experiment of this package models its data set: one row per marked choice (``<<…>>``) with

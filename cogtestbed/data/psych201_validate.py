@@ -1,4 +1,4 @@
-"""Every defect of a Psych-201 file, with its line and field (``cogtestbed validate``, issue 70).
+"""Every defect of a Psych-201 file, with its line and field (``cogtestbed validate``).
 
 :func:`validate_psych201` reads a file the way :func:`cogtestbed.data.psych201.read_records` does
 (within the input limit, :func:`~cogtestbed.data.psych201.open_content`) but stops at no defect:

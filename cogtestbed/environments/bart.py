@@ -184,7 +184,7 @@ class BartEnv(TextEnv[BartDesign, BartSessions]):
     design_cls: ClassVar[type[Design]] = BartDesign
     #: The paper's "A: Option"; CogBench's code appends
     #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
-    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
+    #: (a space), dropped here so the prompt ends as the paper prints it.
     answer_prefix: ClassVar[str] = "Option"
 
     def __init__(self, design: BartDesign | None = None, render_mode: str | None = None):

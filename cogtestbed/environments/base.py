@@ -86,7 +86,7 @@ DesignT = TypeVar("DesignT", bound=Design)
 SessionsT = TypeVar("SessionsT", bound=Sessions)
 
 #: The whitespace CogBench's released code appends to every answer prefix and cogtestbed drops — the
-#: one departure of its prompts' whitespace from that code (issue 39).  The paper (Coda-Forno et al.
+#: one departure of its prompts' whitespace from that code.  The paper (Coda-Forno et al.
 #: 2024, *CogBench*, the example prompts of its appendix, ``/work/shared/seeds/papers/002_*.txt``) prints
 #: every prompt ending without it: "... A: Machine", "A: I prefer option", "A: Option", "A: Alien" (after
 #: "A: Planet Y. You arrive at planet Y."); its code sets ``llm.format_answer = "Machine "`` (e.g.
@@ -117,7 +117,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     #: :data:`COGBENCH_CODE_ANSWER_SUFFIX`, the named departure from that code), and a served model
     #: reads a trailing space as a lone token it never saw before a word (SmolLM2 through llama.cpp: 1
     #: valid answer in 24), so the answer begins with its own space (``" F"``) and every route (HTTP
-    #: servers, the in-process model) reads the same text (issue 39).
+    #: servers, the in-process model) reads the same text.
     answer_prefix: ClassVar[str] = ""
     #: dtype of the recorded action: integer choices by default; tasks with a continuous answer
     #: (a Box phase: a rating, a probability) use ``np.float64`` and mark missing actions with NaN.
@@ -139,7 +139,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
     @classmethod
     def independent_of_answers(cls, design: Design) -> bool:
         """Whether no step of ``design`` depends on an earlier answer: :attr:`answer_independent`, except
-        in an adaptive session (issue 53), whose every next trial is chosen from the answers so far."""
+        in an adaptive session, whose every next trial is chosen from the answers so far."""
         from cogtestbed.environments.adaptive import is_adaptive
 
         return bool(cls.answer_independent) and not is_adaptive(design)
@@ -318,7 +318,7 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
         return self.phase.parse(text)
 
     def shown_prompt(self) -> str:
-        """The prompt of the current step, what an answer that echoes it repeats (issue 75); empty
+        """The prompt of the current step, what an answer that echoes it repeats; empty
         before a reset and after the last step (a parser may be called on a bare environment)."""
         if self.session is None or self._terminated():
             return ""

@@ -223,7 +223,7 @@ def _split(v: Any) -> Any:
 class BeliefDesign(Design, AdaptiveFields):
     """Design of the belief-coherence experiment; defaults are the paper's 200 contexts × 5 reps.
 
-    ``adaptive`` / ``trials`` (issue 53): ``trials`` contexts (``n_contexts``), each drawn from the p*
+    ``adaptive`` / ``trials``: ``trials`` contexts (``n_contexts``), each drawn from the p*
     bin chosen for information on the named decision-model parameters (:mod:`.belief_adaptive`)."""
 
     network: str = "child"
@@ -455,7 +455,7 @@ PROMPT_FORMS: tuple[PromptForm, ...] = standard_forms(
 
 #: The paper's one frame: every prompt of App. B (B.1.1-B.3.2), in all four of its datasets, opens so.
 PAPER_FRAME = "There is a patient who "
-#: Why belief-coherence declares no ``cover-story`` forms (issue 42 item 1; the collider's forms 8
+#: Why belief-coherence declares no ``cover-story`` forms (the collider's forms 8
 #: and 9 rotate its RW17 domains).  Unlike the collider's domains, which tell one causal structure
 #: in three sets of sentences, the paper has no second cover story to rotate in:
 #:
@@ -556,7 +556,7 @@ class BeliefCoherenceEnv(TextEnv[BeliefDesign, BeliefSessions]):
     @classmethod
     def sample_sessions(cls, design: BeliefDesign, n: int, rng: np.random.Generator) -> BeliefSessions:
         gt = ground_truth(design)
-        if is_adaptive(design):  # issue 53: n_contexts draws per p* bin, the chooser picks the bins
+        if is_adaptive(design):  # n_contexts draws per p* bin, the chooser picks the bins
             return BeliefSessions(*belief_adaptive.draw_pools(gt, n, design.n_bins, design.n_contexts, rng))
         config = np.stack([stratified_configs(gt, design.n_contexts, design.n_bins, rng) for _ in range(n)])
         theta = (rng.random(config.shape) < gt.pstar[config]).astype(np.int64)

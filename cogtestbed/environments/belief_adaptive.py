@@ -1,4 +1,4 @@
-"""Adaptive queries of the belief-coherence experiment (issue 53): each next context is drawn from
+"""Adaptive queries of the belief-coherence experiment: each next context is drawn from
 the p* bin whose question the posterior expects to be most informative.
 
 **Design space.**  The instrument stratifies its contexts over ``n_bins`` equal-width bins of

@@ -54,7 +54,7 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
     one number.  Several numbers, no number, only numbers of the repeated prompt ("the answer
     repeats the stimulus"), values outside [0, 100] or an API error message are invalid, with the
     reason.  Unlike causAIign's ``\\b(\\d{1,3})\\b`` (which takes the first 1-3 digit number: its
-    departure, issue 75), "0.85" is 0.85 (not 0), "72.5" is 72.5 (not 72), an echoed "0 means
+    departure), "0.85" is 0.85 (not 0), "72.5" is 72.5 (not 72), an echoed "0 means
     completely unlikely" is no rating 0, and a dash run is no minus sign.
     """
     if text is None or not str(text).strip():

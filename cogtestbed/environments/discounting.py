@@ -88,7 +88,7 @@ DOWN_FACTORS = (1.1, 1.02, 1.01)
 
 
 class DiscountingDesign(Design, AdaptiveFields):
-    """Design of the task; defaults are CogBench's released code.  ``adaptive`` / ``trials`` (issue 53):
+    """Design of the task; defaults are CogBench's released code.  ``adaptive`` / ``trials``:
     a session of ``trials`` questions from :func:`adaptive_questions`, each chosen for information on
     the named parameters of the hyperbolic model, instead of the staircase."""
 
@@ -177,7 +177,7 @@ def anomaly_question(design: DiscountingDesign, item: int, mvf_code: int) -> Que
                     g, 1.0, g - extra, 0.0, b)
 
 
-#: Adaptive design space (issue 53; this project's, not CogBench's): the staircase's question "B dollars
+#: Adaptive design space (this project's, not CogBench's): the staircase's question "B dollars
 #: now" vs "int(B·f) dollars in m months" over these later/sooner factors f and delays m (months).  The
 #: factors reach the indifference point 1 + k·D of every k the prior spans (k ≈ 0.002-100 per year).
 ADAPTIVE_FACTORS = (1.01, 1.02, 1.05, 1.1, 1.15, 1.2, 1.3, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5, 10.0)
@@ -372,7 +372,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
     design_cls: ClassVar[type[Design]] = DiscountingDesign
     #: The paper's "A: I prefer option"; CogBench's code appends
     #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
-    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
+    #: (a space), dropped here so the prompt ends as the paper prints it.
     answer_prefix: ClassVar[str] = "I prefer option"
 
     def __init__(self, design: DiscountingDesign | None = None, render_mode: str | None = None):
@@ -412,7 +412,7 @@ class TemporalDiscountingEnv(TextEnv[DiscountingDesign, DiscountingSessions]):
         self._state = StaircaseState()
         self._aborted = False
         self._transcript = []
-        if self._space:  # adaptive (issue 53): the chooser names each question; its codes are recorded
+        if self._space:  # adaptive: the chooser names each question; its codes are recorded
             self._chooser = chooser_for(EXPERIMENT, self.design)
             self.outcomes.extra[QUESTION_CODES] = np.full((1, self.max_steps(self.design)), len(self._space),
                                                           dtype=np.int64)

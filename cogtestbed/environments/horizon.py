@@ -128,7 +128,7 @@ class HorizonEnv(TextEnv[HorizonDesign, HorizonSessions]):
     design_cls: ClassVar[type[Design]] = HorizonDesign
     #: The paper's "A: Machine"; CogBench's code appends
     #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
-    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
+    #: (a space), dropped here so the prompt ends as the paper prints it.
     answer_prefix: ClassVar[str] = "Machine"
 
     def __init__(self, design: HorizonDesign | None = None, render_mode: str | None = None):

@@ -80,7 +80,7 @@ STEERING_VERBAL = ("You should behave like a Bayesian observer and take into acc
 STEERING_RANGE = "For {n} previous {observations}, the values were observed to lie in the range of {lo} to {hi}."
 #: [gap] trials per session (the paper gives none; the BCS power analysis favours ≥ 50).
 DEFAULT_TRIALS = 50
-#: [gap] candidate stimuli of an adaptive session (issue 53; ours): 11 positions u = (x − a)/W evenly
+#: [gap] candidate stimuli of an adaptive session (ours): 11 positions u = (x − a)/W evenly
 #: spaced over the session range [a, a + W], its ends included (the paper draws stimuli uniformly from
 #: the range, Sec. 3.1: an adaptive session asks within the same range).
 ADAPTIVE_STIMULI: tuple[float, ...] = tuple(float(v) for v in np.linspace(0.0, 1.0, 11))
@@ -175,7 +175,7 @@ def _tuple(v: Any) -> Any:
 class MagnitudeDesign(Design, AdaptiveFields):
     """A BayesBench design (defaults for the paper's gaps, Ma et al. 2025 §3, App. A.3).
 
-    ``adaptive`` / ``trials`` (issue 53): every block plays ``trials`` trials (``trials_per_session`` =
+    ``adaptive`` / ``trials``: every block plays ``trials`` trials (``trials_per_session`` =
     ``trials``) whose stimuli are chosen from :data:`ADAPTIVE_STIMULI` of the block's range, each for
     information on the named static-Bayes parameters (one posterior over the subject's blocks, as the
     model's fit shares them).
@@ -282,7 +282,7 @@ TRIAL_BYTES = 16 + 3 * 136
 
 def check_subject_memory(design: MagnitudeDesign) -> None:
     """Refuse, before anything is allocated, a design one subject of which would not fit in the
-    memory available now (``trials_per_session`` × blocks × :data:`TRIAL_BYTES`; issue 30)."""
+    memory available now (``trials_per_session`` × blocks × :data:`TRIAL_BYTES`)."""
     from cogtestbed.memory import check_memory
 
     check_memory(design.n_trials * TRIAL_BYTES,
@@ -619,7 +619,7 @@ class MagnitudeEnv(TextEnv[MagnitudeDesign, MagnitudeSessions]):
         self._steps = step_arrays(self.design, self.session)
         self._images, self._users, self._answers = {}, {}, {}
         self._chooser: Any = None
-        if is_adaptive(self.design):  # issue 53: the chooser names each stimulus; its index is recorded
+        if is_adaptive(self.design):  # the chooser names each stimulus; its index is recorded
             self._chooser = chooser_for(EXPERIMENT, self.design)
             self.outcomes.extra[DESIGN_COLUMN] = np.full((1, self.design.n_trials), -1, dtype=np.int64)
             self._choose(0)

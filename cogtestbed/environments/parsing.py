@@ -150,7 +150,7 @@ def parse_decimal_digits(text: str | None, what: str = "probability") -> ParseRe
                                f"in [0, 1]; expected e.g. '35')")
 
 
-# ----------------------------------------------------------------------------- numbers (issue 75)
+# ----------------------------------------------------------------------------- numbers
 #: Reason of an answer whose only numbers come from the stimulus or the prompt it repeats.
 ECHO_REASON = "the answer repeats the stimulus"
 #: An ASCII picture or rule echoed from a stimulus: a run of bars, digits and dashes that holds three
@@ -304,7 +304,7 @@ def echo_of_prompt(text: str | None, prompt: str, options: tuple[str, ...]) -> P
     Echoed: every line and sentence of the answer is found verbatim in ``prompt`` (at least
     :data:`ECHO_MIN_CHARS` characters each), and the answer spans two of them or names two or more
     of the offered ``options`` (``" 1 for 'skip' or Option 2 for 'inflate')"``).  One restated
-    option (``"Option 1: Receive 500 dollars now."``) names one choice and is read as it (issue 75).
+    option (``"Option 1: Receive 500 dollars now."``) names one choice and is read as it.
     """
     if text is None or not text.strip():
         return None

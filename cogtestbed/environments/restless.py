@@ -386,7 +386,7 @@ class RestlessBanditEnv(TextEnv[RestlessDesign, RestlessSessions]):
 
     def answer_prefix_text(self) -> str:
         """The answer prefix, ending as the paper prints it: "A: Machine" (CogBench's code appends
-        :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`, a space, dropped; issue 39)."""
+        :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`, a space, dropped)."""
         if self.t % 2 == CHOICE:
             return "Machine"
         return f"Machine {ARMS[self._choice]} with confidence 0."

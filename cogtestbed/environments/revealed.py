@@ -649,7 +649,7 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
 
     def parse(self, text: str) -> ParseResult:
         """StaA: the bracketed option; RevB (a sampled completion): the outcome it starts with."""
-        if self.current_channel() == "staa":  # an echo of the answer list is no answer (issue 75)
+        if self.current_channel() == "staa":  # an echo of the answer list is no answer
             return echo_of_prompt(text, self.shown_prompt(), tuple(MCQ_OPTIONS)) or parse_mcq(text)
         return parse_outcome(text, self.current_item().labels)
 

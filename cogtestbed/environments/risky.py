@@ -117,7 +117,7 @@ def format_outcome(value: float) -> str:
 class RiskyDesign(Design, AdaptiveFields):
     """Design of the task; defaults: Spektor et al. (2024) Experiment 2 (see the module docstring).
 
-    ``adaptive`` / ``trials`` (issue 53): one session of ``trials`` pairs from :func:`adaptive_pairs`
+    ``adaptive`` / ``trials``: one session of ``trials`` pairs from :func:`adaptive_pairs`
     (the contexts' distinct pairs), each chosen for information on the named prospect-theory
     parameters; the chosen pair is shown as declared (lottery a named first, outcomes in order: no
     side randomisation) in session 1."""
@@ -319,7 +319,7 @@ class RiskyChoiceEnv(TextEnv[RiskyDesign, RiskySessions]):
         return self.session
 
     def _start(self) -> None:
-        """Nothing to prepare for a one-shot prompt; an adaptive session gets its chooser (issue 53)."""
+        """Nothing to prepare for a one-shot prompt; an adaptive session gets its chooser."""
         self._pairs: tuple[Pair, ...] = ()
         if is_adaptive(self.design):
             self._pairs = adaptive_pairs(self.design)[0]

@@ -189,7 +189,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
     design_cls: ClassVar[type[Design]] = TwoStepDesign
     #: The paper's "A: Planet"; CogBench's code appends
     #: :data:`~cogtestbed.environments.base.COGBENCH_CODE_ANSWER_SUFFIX`
-    #: (a space), dropped here so the prompt ends as the paper prints it (issue 39).
+    #: (a space), dropped here so the prompt ends as the paper prints it.
     answer_prefix: ClassVar[str] = "Planet"
 
     def __init__(self, design: TwoStepDesign | None = None, render_mode: str | None = None):
@@ -298,7 +298,7 @@ class TwoStepEnv(TextEnv[TwoStepDesign, TwoStepSessions]):
         """The prompt's text before the current stage's question: the start text and every day so far.
 
         Both stages of a day share it and the history only grows, so it is rendered once per
-        length of the history (a dry run renders every prompt of every session: issue 40)."""
+        length of the history (a dry run renders every prompt of every session)."""
         n = len(self._history)
         cached = self._base_cache
         if cached is not None and cached[0] == n:

@@ -1,4 +1,4 @@
-"""An experiment's declaration of its adaptive sessions (issue 53): which model's posterior chooses
+"""An experiment's declaration of its adaptive sessions: which model's posterior chooses
 the trials and from which design space, or why its trials cannot be chosen freely.
 
 A spec sets ``adaptive=AdaptiveDecl(model, space)``: ``space(design)`` returns the

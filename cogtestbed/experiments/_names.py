@@ -1,5 +1,5 @@
 """The registry's error for a name that is not registered (:class:`UnknownNameError`), in a module of its own so
-that a refusal from an experiment's shipped facts (:mod:`cogtestbed.validation.design.facts`) raises it before the
+that a refusal from an experiment's shipped facts (:mod:`cogtestbed.planning.facts`) raises it before the
 experiment (:mod:`cogtestbed.experiments.spec`, which re-exports it) is imported.
 
 Imports nothing heavy.

@@ -482,7 +482,7 @@ class ExperimentSpec:
     expected_failures: Mapping[str, str] = field(default_factory=dict)
     #: Decoding settings the paper states (``None``: it states none; ``run`` then decodes greedily).
     decoding: Decoding | None = None
-    #: Adaptive sessions (issue 53): the model and design space that choose each trial
+    #: Adaptive sessions: the model and design space that choose each trial
     #: (:class:`~cogtestbed.experiments._adaptive.AdaptiveDecl`), or why the trials cannot be chosen
     #: freely (a one-line reason; ``None``: none declared).
     adaptive: AdaptiveDecl | str | None = None

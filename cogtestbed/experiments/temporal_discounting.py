@@ -39,7 +39,7 @@ SPEC = ExperimentSpec(
                   agent="hyperbolic", parameter="k", values=(0.005, 0.05, 0.15, 0.3, 0.8),
                   direction="any", params={"temperature": _TAU}, runs=(100,)),
         # k 0.05 and 0.3 score alike (10 and 9 without noise, means 9.1 and 9.1 at tau 0.05: the score is not
-        # monotone in k), so that pair's power stays near alpha at every size (issue 46); 0.005 vs 0.8 differ by 1.3.
+        # monotone in k), so that pair's power stays near alpha at every size; 0.005 vs 0.8 differ by 1.3.
         StudyDecl("metric-power", "score: k 0.005 vs 0.8", metric="score", agent="hyperbolic",
                   compare=({"k": 0.005, "temperature": _TAU}, {"k": 0.8, "temperature": _TAU}),
                   runs=(5, 10, 20, 40)),

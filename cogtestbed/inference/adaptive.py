@@ -1,5 +1,5 @@
 """Adaptive design optimisation: a grid posterior over a model's parameters and the next trial that
-maximises the expected information gain on the parameters a user names (issue 53).
+maximises the expected information gain on the parameters a user names.
 
 **The method** (Myung, Cavagnaro & Pitt 2013, "A tutorial on adaptive design optimization", J. Math.
 Psychol. 57, eqs. 3-6; Ahn et al. 2020, Sci. Rep. 10, 12091 for delay discounting).  After the
@@ -353,7 +353,7 @@ def is_adaptive_table(trials: pd.DataFrame) -> bool:
 
 def refusing_adaptive(refusal: str) -> Any:
     """A decorator: the metrics (or test) function it wraps refuses an adaptive table in one line,
-    ``refusal`` (metrics that assume the instrument's fixed design, issue 53)."""
+    ``refusal`` (metrics that assume the instrument's fixed design)."""
 
     def wrap(metrics: Any) -> Any:
         @functools.wraps(metrics)

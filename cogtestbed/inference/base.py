@@ -183,7 +183,7 @@ class CognitiveModel(ABC):
     centre_pinned: ClassVar[bool] = False
     #: Parameters whose per-subject MLE runs to a bound of its search often at the designs the model
     #: is fitted to (a likelihood ridge): a two-group power test compares their estimates by ranks, not
-    #: means (the bounded-estimate rule, :func:`~cogtestbed.validation.studies.model_studies.two_group_test`).
+    #: means (the bounded-estimate rule, :func:`~cogtestbed.studies.model_studies.two_group_test`).
     rank_tested_parameters: ClassVar[tuple[str, ...]] = ()
     #: NUTS target acceptance for hierarchical fits (None: the sampler default of
     #: :func:`cogtestbed.inference.hierarchical.fit_hierarchical`).
@@ -201,7 +201,7 @@ class CognitiveModel(ABC):
     #: :mod:`~cogtestbed.inference.hierarchical_idata`).  None: any other observation.
     choice_options: ClassVar[int | None] = None
     #: Names of the axes of the model's data arrays with two or more axes, e.g. ``{"questions": ("obs",
-    #: "question_field")}``: the InferenceData names them (issue 75); unnamed ones become ``obs`` or
+    #: "question_field")}``: the InferenceData names them; unnamed ones become ``obs`` or
     #: ``{array}_{axis}``.
     data_dims: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 

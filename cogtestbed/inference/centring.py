@@ -1,4 +1,4 @@
-"""Which parameters a hierarchical fit samples centred: the ones each subject's data pin (issue 71 item 4).
+"""Which parameters a hierarchical fit samples centred: the ones each subject's data pin.
 
 A hierarchical fit samples subject ``i``'s value of a parameter on its unconstrained scale either non-centred,
 ``u_i = mu + sigma * z_i`` with ``z_i ~ Normal(0, 1)``, or centred, ``u_i ~ Normal(mu, sigma)``

@@ -208,7 +208,7 @@ def hyperbolic_pointwise_kernel(
     has prob_option1's deterministic probability 1, 0 (clipped) or ½ at a tie, the limit of the
     logistic, with no gradient.  τ = 0 is the parameter's lower bound, and the MLE's search map
     ``0 + exp z`` reaches it exactly once exp underflows (a long BFGS step on subjects whose
-    answers one k explains without error: issue 46's ZeroDivisionError).
+    answers one k explains without error, where a ZeroDivisionError was raised).
     """
     n = choice.shape[0]
     ll = np.empty(n)
@@ -246,7 +246,7 @@ def hyperbolic_pointwise_kernel(
 # ----------------------------------------------------------------------------- adaptive design space
 def adaptive_space(design: DiscountingDesign) -> DesignSpace:
     """The hyperbolic kernel's ``questions`` rows of the adaptive candidates
-    (:func:`~cogtestbed.environments.discounting.adaptive_questions`, issue 53); answers Option 1 / 2."""
+    (:func:`~cogtestbed.environments.discounting.adaptive_questions`); answers Option 1 / 2."""
     from cogtestbed.environments.discounting import adaptive_questions
     from cogtestbed.inference.adaptive import DesignSpace
 
@@ -290,7 +290,7 @@ class HyperbolicModel(CognitiveModel):
     pointwise_kernel: ClassVar[Any] = hyperbolic_pointwise_kernel
     #: nutpie's low-rank mass matrix: by the rule written before the run, on fresh data sets 2 and 3 it gave
     #: at least the diagonal's min bulk ESS per CPU-second at R-hat <= 1.01 with no more divergences
-    #: (docs/benchmarks.md, "The low-rank mass matrix per family"; issue 71).
+    #: (docs/benchmarks.md, "The low-rank mass matrix per family").
     low_rank_mass_matrix: ClassVar[bool] = True
     observation_fields: ClassVar[tuple[str, ...]] = ("choice", "questions")
     lapse_options: ClassVar[int | None] = 2  # a lapse picks either option

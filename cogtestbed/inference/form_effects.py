@@ -10,11 +10,11 @@ metric) is summarised per form by its mean ``m_k`` and the squared standard erro
   Casella & McCulloch 1992, §3.5), ``τ̂² = max(0, (MSB − MSW) / n₀)`` with
   ``n₀ = (N − Σn_k²/N) / (K − 1)``; with balanced forms it is the REML estimate (the same section),
   and its interval is the exact F interval of ``τ²/σ²`` (``F = MSB/MSW`` on ``K − 1, N − K`` df)
-  times MSW.  Chosen by the bias figures of issue 47 (docs/prompt-forms.md): the estimators below
+  times MSW.  Chosen by the bias figures of docs/prompt-forms.md: the estimators below
   plug each form's own ``v_k = s_k²/n_k`` (9 df at 10 subjects a form) into weights as if it were
   known, which inflates Q (at τ = 0 their 95 % Q-profile interval excluded 0 in 8 % of Gaussian
   studies at K = 8, 14 % at K = 16, for a nominal 2.5 %) and with it their estimates;
-* **DerSimonian & Laird (1986)** (:func:`dl_tau2`, the default before issue 47):
+* **DerSimonian & Laird (1986)** (:func:`dl_tau2`, the earlier default):
   ``τ̂² = max(0, (Q − (K − 1)) / (Σw − Σw²/Σw))`` with ``w = 1/v`` and ``Q = Σ w (m − m̄_w)²``;
   the weighted mean ``μ̂(τ²) = Σ w* m / Σ w*``, ``w* = 1/(v + τ̂²)``; REML on the same ``v_k``
   (:func:`reml_tau2`) and the median-unbiased Q-profile estimate (:func:`median_tau2`) beside it;
@@ -56,7 +56,7 @@ from cogtestbed.errors import InputError
 
 #: Forms with a single subject take the pooled within-form variance (their own is undefined).
 POOLED_FOR_SINGLETONS = True
-#: The default estimator of the between-form SD (``between_form_sd``; module docstring, issue 47 item 5).
+#: The default estimator of the between-form SD (``between_form_sd``; module docstring).
 FORM_SD_ESTIMATOR = "one-way random-effects ANOVA (pooled within-form variance; REML for balanced forms)"
 
 
@@ -79,7 +79,7 @@ class RandomEffects:
     level: float
     per_form: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    #: DerSimonian–Laird's estimate of the between-form SD (:func:`dl_tau2`; the default before issue 47),
+    #: DerSimonian–Laird's estimate of the between-form SD (:func:`dl_tau2`; the earlier default),
     #: beside ``tau`` (:data:`FORM_SD_ESTIMATOR`)
     tau_dl: float | None = None
 

@@ -1,4 +1,4 @@
-"""The hierarchical fit with crossed subject and prompt-form effects (issue 42), and its form SD.
+"""The hierarchical fit with crossed subject and prompt-form effects, and its form SD.
 
 :func:`~cogtestbed.inference.hierarchical.forms_pymc_model` is the model: on every named
 parameter's unconstrained scale, subject ``i`` seen in form ``f`` has
@@ -78,7 +78,7 @@ def form_sd_summary(idata: Any, parameters: Sequence[str], level: float = FORM_S
 def form_effects_summary(idata: Any, parameters: Sequence[str]) -> dict[str, Any]:
     """Each form's posterior mean effect ``form_sigma · form_z[f]`` of each parameter (by form id)."""
     post = idata.posterior
-    # the offsets form_z are the sampler's (issue 75: in unconstrained_posterior, not the posterior)
+    # the offsets form_z are the sampler's (in unconstrained_posterior, not the posterior)
     offsets = idata.unconstrained_posterior if "unconstrained_posterior" in idata.groups() else post
     out: dict[str, Any] = {}
     for p in parameters:

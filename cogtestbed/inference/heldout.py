@@ -1,4 +1,4 @@
-"""Held-out per-choice negative log-likelihood of a cognitive model (issue 52 item 5).
+"""Held-out per-choice negative log-likelihood of a cognitive model.
 
 Centaur's comparison (Binz et al. 2025) scores each model on participants it was not fitted to.
 Here a cognitive model is fitted by maximum likelihood **pooled** over the training participants

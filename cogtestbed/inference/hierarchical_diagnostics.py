@@ -185,7 +185,7 @@ class BayesFit:
 
     def with_posterior_predictive(self, seed: int = 0) -> Any:
         """The InferenceData with a ``posterior_predictive`` group of replicated choices (one step
-        ahead, binary-choice models), so ``az.plot_ppc(fit.idata)`` draws (issue 75); seeded."""
+        ahead, binary-choice models), so ``az.plot_ppc(fit.idata)`` draws; seeded."""
         from cogtestbed.inference.hierarchical_idata import add_posterior_predictive
 
         return add_posterior_predictive(self.idata, self.choice_options, seed, self.model_name or "this model")

@@ -1,7 +1,7 @@
 """Metropolis-within-Gibbs for centred hierarchical fits whose subjects have several posterior modes
 (``fit_hierarchical(..., sampler="gibbs")``).
 
-**Experimental** (issue 73): the package's own MCMC sampler, registered as the experimental kind
+**Experimental**: the package's own MCMC sampler, registered as the experimental kind
 ``gibbs`` (:data:`~cogtestbed.inference.hierarchical_sampling.GIBBS`; its provenance, this package's
 version and commit, is written into every posterior and population it makes); ``auto`` never picks it.
 It stays only by a measured decision against maintained samplers (nutpie at a low-rank mass matrix,

@@ -1,4 +1,4 @@
-"""The ArviZ ``InferenceData`` of a hierarchical fit shaped as PyMC users expect (issue 75).
+"""The ArviZ ``InferenceData`` of a hierarchical fit shaped as PyMC users expect.
 
 :func:`fit_hierarchical <cogtestbed.inference.hierarchical_sampling.fit_hierarchical>` hands every
 sampler's output (nutpie, PyMC's NUTS, the Metropolis-within-Gibbs steps) to :func:`shape_idata`,

@@ -304,8 +304,8 @@ def _no_state(_job: SamplingJob) -> None:
     return None
 
 
-#: The package's samplers (issue 73).  ``gibbs`` is experimental: it stays only by the measured decision
-#: of docs/benchmarks.md (issue 73, item 2); ``auto`` never picks it.
+#: The package's samplers.  ``gibbs`` is experimental: it stays only by the measured decision
+#: of docs/benchmarks.md; ``auto`` never picks it.
 NUTPIE = SamplerKind("nutpie", "NUTS of nutpie (Rust) on the numba-compiled log density; the default where "
                      "installed", "nutpie", _nutpie_key, _nutpie_sample, available=lambda: nutpie_available(),
                      compiled=lambda key: key in _COMPILED)
@@ -346,13 +346,13 @@ def _more_draws_help(diag: Diagnostics) -> bool:
 #: CPU seconds of compiling a model's ``numba.cfunc`` wrappers (what the Python path of
 #: :func:`~cogtestbed.shims.nutpie_shim.python_model` avoids, and what a shape compiled before on the machine
 #: loads from numba's disk cache instead: :mod:`~cogtestbed.shims.nutpie_cfunc`): 5.5-8.5 measured for nutpie's
-#: on RW± 20 × 96 in fresh processes (docs/benchmarks.md, issue 71 item 4); the project's round figure for the
+#: on RW± 20 × 96 in fresh processes (docs/benchmarks.md); the project's round figure for the
 #: choice below.
 NATIVE_COMPILE_S = 6.0
 #: Extra CPU seconds a leapfrog step (one log-density call) takes on the Python path: nutpie calls Python
 #: from its sampling thread, Python calls PyTensor's numba function.  10.4 µs on RW 20 × 96 and 9.5 µs on
 #: hyperbolic 20 × 40 (4 × (500 + 1000) on one thread, the same draws on both paths:
-#: ``python benchmarks/bench_nutpie_compile.py CASE --paths``; issue 71 item 4), whatever the call's own cost.
+#: ``python benchmarks/bench_nutpie_compile.py CASE --paths``), whatever the call's own cost.
 PYTHON_CALL_S = 10e-6
 #: Leapfrog steps a draw the choice assumes before a run, taken high on purpose: about the 90th percentile
 #: (68) of the mean steps of 80 recorded nutpie fits of 20 families (12-974, median 21;

@@ -1,4 +1,4 @@
-"""Whether the data pin one subject's maximum-likelihood estimate, and its interval (issues 46, 68).
+"""Whether the data pin one subject's maximum-likelihood estimate, and its interval.
 
 Every fitted subject's parameter carries its **likelihood-ratio 95 % interval** (profile likelihood,
 Venzon & Moolgavkar 1988): the values θ_j whose profile NLL — the minimum over the other parameters
@@ -8,13 +8,13 @@ and the end of the parameter's search range, or is that end where the profile st
 the minimum there (:func:`profile_interval`).  Where an interval reaches the end of the search range,
 the reported end is the parameter's declared bound (0 for a log-scale β whose search stops at 1e-6).
 
-A **flag** means the data cannot pin the parameter, and nothing else (issue 68):
+A **flag** means the data cannot pin the parameter, and nothing else:
 
 * **the fit failed** — the search did not converge (away from every bound: a search that runs
   towards a bound, τ → 0, found its supremum there and is judged by its interval), or several
   subjects whose answers differ come back with the very same estimate (the optimiser stopped
-  where it started, on a plateau of the likelihood, as the six temporal-discounting subjects of
-  issue 46 did at k = 42.169650, τ = 0.001778: :func:`shared_estimates`);
+  where it started, on a plateau of the likelihood, as six temporal-discounting subjects of
+  a human data set did at k = 42.169650, τ = 0.001778: :func:`shared_estimates`);
 * **an unbounded interval** — the likelihood-ratio interval is unbounded within the parameter's
   declared range: it covers the whole range, or it reaches an end where the declared range is
   unbounded (an infinite upper bound);
@@ -34,7 +34,7 @@ flag needs the profile at the ends of each parameter's range alone (one multi-st
 end, :data:`PROFILE_GRID_STARTS` grid starts besides the estimate, at most two per parameter); an
 interval two root findings per parameter, run only where a row shows it (``intervals`` of
 :meth:`~cogtestbed.inference.base.CognitiveModel.fit_mle`), each from the local quadratic model at the
-estimate (issue 72, :mod:`cogtestbed.inference.profile_root`: the Wald end, its quadratic correction
+estimate (:mod:`cogtestbed.inference.profile_root`: the Wald end, its quadratic correction
 and Brent's method on the bracket they give, one warm-started BFGS run a point), or, where the
 profile is far from quadratic, Brent's method on the whole side with multi-start profile fits;
 measured by ``benchmarks/bench_identification.py`` (``docs/studies.md``).
@@ -73,11 +73,11 @@ PROFILE_NODES = 24
 #: search scale: natural for a bounded parameter, log for a log-scale one).
 PROFILE_XTOL = 1e-3
 #: The profile counts as close to quadratic where its rise at the Wald end is within these multiples
-#: of χ²₁(0.95)/2 (issue 72): there an interval's ends are found from the local quadratic model
+#: of χ²₁(0.95)/2: there an interval's ends are found from the local quadratic model
 #: (:mod:`cogtestbed.inference.profile_root`); elsewhere (a ridge, a plateau) by the earlier computation.
 QUADRATIC_SPAN = (0.5, 2.0)
 #: Kernel-array elements of a subject's data (the work of one likelihood evaluation) from which an
-#: interval's inside is found from the local quadratic model (issue 72).  Below it a profile fit
+#: interval's inside is found from the local quadratic model.  Below it a profile fit
 #: costs microseconds and the multi-start numba fits beat scipy's per-iteration overhead (measured by
 #: benchmarks/bench_identification.py: RW± 14 against 17 ms a subject, prospect theory 26 against 34 ms);
 #: revealed-belief's dissonant model (≈ 316,000 elements, 960 items × channels) is above it.
@@ -211,7 +211,7 @@ def _bracket(rises: Mapping[float, float], start: float, side: int) -> tuple[flo
 
 class SubjectProfile:
     """One fitted subject's profile likelihood, each piece computed when first asked for and only
-    once (issue 68): the profile at each end of a parameter's search range (:meth:`reaches`), each
+    once: the profile at each end of a parameter's search range (:meth:`reaches`), each
     parameter's interval (:meth:`interval`) and the subject's flag (:meth:`reason`).
 
     A flag needs only the ends: a parameter is unbounded where the profile stays within
@@ -220,7 +220,7 @@ class SubjectProfile:
     root findings of an interval run only where its ends are asked for (a subject row or a
     coverage), reusing the end's fit.  Every flag is the one the eager computation gave (the same
     end fits from the same starts); an interval's ends lie within the root-finding tolerance of
-    the eager ones (issue 72: found from the local quadratic model, :meth:`_local_root`)."""
+    the eager ones (found from the local quadratic model, :meth:`_local_root`)."""
 
     def __init__(self, model: CognitiveModel, data: Any, fit: MLEResult, n_starts: int = PROFILE_GRID_STARTS,
                  nodes: np.ndarray | None = None) -> None:
@@ -341,7 +341,7 @@ class SubjectProfile:
         return nll - self.fit.nll - LR_HALF_CHI2, z
 
     def _local_root(self, j: int, side: int, local: LocalProfile) -> float:
-        """The root of the rise on ``side`` (issue 72, :mod:`cogtestbed.inference.profile_root`): the
+        """The root of the rise on ``side`` (:mod:`cogtestbed.inference.profile_root`): the
         Wald end and its quadratic correction first, then Brent's method on the tightest bracket of
         the points fitted, each profile fit warm-started from the nearest point already fitted;
         :meth:`_brent_root` where the Wald end falls outside the range or the profile's rise there
@@ -375,7 +375,7 @@ class SubjectProfile:
     def _brent_root(self, j: int, side: int) -> float:
         """The root of the rise on ``side`` by Brent's method on the whole range from the estimate to
         the end, each profile fit the multi-start one warm-started from the estimate and the previous
-        point's optimum (the computation before issue 72)."""
+        point's optimum (the earlier computation)."""
         from scipy.optimize import brentq
 
         start, end, xtol = self._geometry(j, side)
@@ -494,7 +494,7 @@ def interval_reason(model: CognitiveModel, intervals: Mapping[str, ProfileInterv
 def heading_to_a_bound(model: CognitiveModel, fit: MLEResult) -> bool:
     """Whether a fit sits at a bound of a parameter, or beyond the search range of a log-scale one
     (τ → 0): a search that stops there without a stationary point found the supremum at the bound,
-    an estimate at a bound judged by its interval (issue 68), not a failed fit."""
+    an estimate at a bound judged by its interval, not a failed fit."""
     for p in model.parameters:
         v = fit.params[p.name]
         lo, hi = search_ends(p)
@@ -515,7 +515,7 @@ def continued_fit(model: CognitiveModel, data: Any, fit: MLEResult) -> MLEResult
     where its NLL is no higher, else ``fit`` (a converged fit, one with a NaN estimate or one already
     at a bound, :func:`heading_to_a_bound`, as it is).
     A ridge the first search was still climbing is then judged by its interval, as an estimate at
-    a bound is (issue 68), not called a failed fit because the search ran out of iterations."""
+    a bound is, not called a failed fit because the search ran out of iterations."""
     names = model.parameters.names
     if fit.converged or not all(math.isfinite(fit.params[q]) for q in names) or heading_to_a_bound(model, fit):
         return fit  # only a fit the flag would call failed is continued

@@ -112,7 +112,7 @@ _U, _R0, _R1, _KIND, _LAPSE_U, _ARM, _REWARD, _N_FIELDS = range(8)
 # :func:`~cogtestbed.numerics.sigmoid_margin`: arm 1 iff ≥ 0).
 _V0, _V1, _APOS, _ANEG, _BETA, _MARGIN, _N_STATE = range(7)
 _VISIT = _N_FIELDS * SIM_LANES
-# First-call compile cost (issue 54): the kernel's helpers that only compiled code calls take numba's
+# First-call compile cost: the kernel's helpers that only compiled code calls take numba's
 # ``no_cpython_wrapper`` and ``no_cfunc_wrapper`` options (CPU target options numba's own overloads use;
 # its type stubs omit them, hence the ``type: ignore``), so numba builds no Python or C entry point for
 # them; ``_simulate_rwpm``, called from Python only, builds no C one.  The kernel writes conditional
@@ -177,7 +177,7 @@ def _decide_close_lanes(buffer: np.ndarray, base: int, state: np.ndarray) -> Non
 
     Rarely called (a lane's margin is within it with probability at most 2·10⁻⁶): deciding before the
     visit is played, rather than replaying it, keeps the first call from compiling a second copy of
-    :func:`rw_visit` (issue 54)."""
+    :func:`rw_visit`."""
     for lane in range(SIM_LANES):
         at = _MARGIN * SIM_LANES + lane
         if abs(state[at]) > SIGMOID_MARGIN:
@@ -316,7 +316,7 @@ def _simulate_rwpm(
     ``lapse_kind``/``lapse_u`` are None for no lapses: ``is None`` on an argument is decided when
     numba compiles (its dead-branch pruning), so a call compiles one copy of the vector loop, with or
     without lapses, only the one it uses (a run-time switch between two inlined copies cost the first
-    call half a second of compiling, issue 54).
+    call half a second of compiling).
     """
     n, t_max = casino.shape
     group = SIM_LANES // n_casinos
@@ -566,7 +566,7 @@ class RescorlaWagner(_BanditModel):
     n_starts: ClassVar[int] = 8
     #: nutpie's low-rank mass matrix: by the rule written before the run, on fresh data sets 2 and 3 it gave
     #: at least the diagonal's min bulk ESS per CPU-second at R-hat <= 1.01 with no more divergences
-    #: (docs/benchmarks.md, "The low-rank mass matrix per family"; issue 71).
+    #: (docs/benchmarks.md, "The low-rank mass matrix per family").
     low_rank_mass_matrix: ClassVar[bool] = True
 
 

@@ -124,7 +124,7 @@ def _codes(col: pd.Series, categories: tuple[str, ...]) -> np.ndarray:
 
 
 #: Keys of one trial of a subject: a subject plays each (task, condition, modality, range) block
-#: once, so a second session of the same block would overwrite the first in the cube (issue 30).
+#: once, so a second session of the same block would overwrite the first in the cube.
 TRIAL_KEYS = ("task", "condition", "modality", "range", "trial")
 #: Largest bootstrap a metrics call accepts (Sec. 3.6 uses 30 rounds): one round refits every cell
 #: of a subject, 3.5 ms CPU for the default design (measured), so 10⁵ rounds take ~6 min per subject.

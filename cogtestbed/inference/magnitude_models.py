@@ -158,7 +158,7 @@ class _MagnitudeModel(CognitiveModel):
         if n < 3:
             raise InputError("a magnitude fit needs at least 3 valid answers")
         du = u - u.mean()
-        if not du @ du > 1e-12:  # an adaptive session may ask one stimulus throughout (issue 53)
+        if not du @ du > 1e-12:  # an adaptive session may ask one stimulus throughout
             raise InputError(f"a magnitude fit needs answers to at least 2 distinct stimuli: all {n} valid answers "
                              f"are to the stimulus at u = {float(u[0]):.3g} of the range, so the slope (and the prior "
                              "weight) is not identified")
@@ -235,7 +235,7 @@ class KalmanModel(_MagnitudeModel):
     pointwise_kernel: ClassVar[Any] = kalman_pointwise
     #: nutpie's low-rank mass matrix: by the rule written before the run, on fresh data sets 2 and 3 it gave
     #: at least the diagonal's min bulk ESS per CPU-second at R-hat <= 1.01 with no more divergences
-    #: (docs/benchmarks.md, "The low-rank mass matrix per family"; issue 71).
+    #: (docs/benchmarks.md, "The low-rank mass matrix per family").
     low_rank_mass_matrix: ClassVar[bool] = True
     #: every trial drives the filter; an invalid answer contributes ll = 0 inside the kernel.
     observation_fields: ClassVar[tuple[str, ...]] = ("v", "u", "valid", "log_w", "first")

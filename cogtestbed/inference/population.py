@@ -1,4 +1,4 @@
-"""Populations (issue 52): the posterior of a hierarchical fit's group parameters, kept as draws.
+"""Populations: the posterior of a hierarchical fit's group parameters, kept as draws.
 
 A :class:`Population` holds, for every parameter ``p`` of one model, posterior draws of the
 population mean ``{p}_mu`` and SD ``{p}_sigma`` on the unconstrained scale (the hierarchical model
@@ -50,7 +50,7 @@ class PopulationWarning(UserWarning):
     """A population used although its fit fails the population gate (:data:`POPULATION_GATE`)."""
 
 
-#: The population gate, stated once (issue 68): what a fit must pass to be built or shipped
+#: The population gate, stated once: what a fit must pass to be built or shipped
 #: (:func:`population_from_fit`) and what ``population show`` reports; ``simulate``, ``recover``,
 #: ``power`` and ``plan`` from a population that fails it warn in one line naming the failed
 #: diagnostic (:func:`load_population` with ``use``).  The ESS floor of a fit's own verdict

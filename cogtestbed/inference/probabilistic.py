@@ -73,7 +73,7 @@ def gaussian_pointwise_kernel(theta: np.ndarray, obs_subject: np.ndarray, y: np.
 
     Defined on the whole closed box, σ = 0 included: the degenerate normal (log-density −inf off
     the mean, +inf on it, no gradient).  σ's lower bound is 0 and the MLE's search map ``0 + exp z``
-    reaches it once exp underflows (the lapse model's search, issue 46: a ZeroDivisionError before)."""
+    reaches it once exp underflows (the lapse model's search, which otherwise raises a ZeroDivisionError)."""
     n = y.shape[0]
     ll = np.empty(n)
     grad = np.zeros((n, 4))

@@ -1,4 +1,4 @@
-"""The inside of a likelihood-ratio interval, found with few and cheap profile fits (issue 72).
+"""The inside of a likelihood-ratio interval, found with few and cheap profile fits.
 
 One end of a subject's profile-likelihood interval (:class:`~cogtestbed.inference.identification.SubjectProfile`)
 is the root of the profile's rise, profile NLL − NLL − χ²₁(0.95)/2, between the estimate and the end

@@ -1,4 +1,4 @@
-"""Seeded fits reproduce bit for bit on one machine and lock (issue 50), and how to check it.
+"""Seeded fits reproduce bit for bit on one machine and lock, and how to check it.
 
 **What is reproducible.**  On one machine with the locked versions, a seeded fit gives identical
 results in every process: a hierarchical fit (:func:`~cogtestbed.inference.hierarchical.fit_hierarchical`,
@@ -8,7 +8,7 @@ statistics, an MLE fit the same estimates table, whatever the state of the compi
 before it in the process.  Across CPUs (another instruction set, another libm) or versions the
 draws differ by floating-point rounding, so posteriors agree to Monte Carlo error only.
 
-**The cause of issue 50.**  PyTensor's numba backend (what nutpie compiles a PyMC model with)
+**Why seeded fits differed between processes.**  PyTensor's numba backend (what nutpie compiles a PyMC model with)
 sets LLVM's fast-math flags by default (``pytensor.config.numba__fastmath``: ``reassoc``,
 ``contract``, ``afn``, ``arcp``, ``nsz``), under which LLVM may reassociate sums and fuse
 multiply-adds differently depending on what it compiles and optimises together.  PyTensor caches

@@ -241,7 +241,7 @@ class DissonantModel(CognitiveModel):
     experiment: ClassVar[str] = EXPERIMENT
     parameters: ClassVar[ParameterSet] = DISSONANT_PARAMETERS
     #: One BFGS run from the best of the start points: the likelihood is smooth in the linear
-    #: parameters and every recovery fit converged from it (studies in cogtestbed.validation).
+    #: parameters and every recovery fit converged from it (studies in cogtestbed.studies).
     n_starts: ClassVar[int] = 1
     #: The hierarchical fit's subject level is chosen from the data per parameter (centred where each subject's
     #: data pin it: :mod:`cogtestbed.inference.revealed_hierarchical`, ``subject_level="data"``).

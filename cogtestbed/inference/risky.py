@@ -311,7 +311,7 @@ class ExpectedValueModel(_RiskyModel):
     grid_points: ClassVar[int] = 15
     #: nutpie's low-rank mass matrix: by the rule written before the run, on fresh data sets 2 and 3 it gave
     #: at least the diagonal's min bulk ESS per CPU-second at R-hat <= 1.01 with no more divergences
-    #: (docs/benchmarks.md, "The low-rank mass matrix per family"; issue 71).
+    #: (docs/benchmarks.md, "The low-rank mass matrix per family").
     low_rank_mass_matrix: ClassVar[bool] = True
 
 
@@ -321,7 +321,7 @@ MODELS: dict[str, CognitiveModel] = {m.name: m for m in (ProspectTheoryModel(), 
 # ----------------------------------------------------------------------------- adaptive design space
 def adaptive_space(design: Any) -> Any:
     """The prospect-theory kernel's ``outcomes`` rows of the adaptive candidates (the design's distinct
-    lottery pairs, :func:`~cogtestbed.environments.risky.adaptive_pairs`; issue 53); answers first / second."""
+    lottery pairs, :func:`~cogtestbed.environments.risky.adaptive_pairs`); answers first / second."""
     import hashlib
 
     from cogtestbed.environments.risky import adaptive_pairs
@@ -408,7 +408,7 @@ def risky_metrics(trials: pd.DataFrame, n_starts: int | None = None) -> MetricsR
         "p_higher_ev": float(table["p_higher_ev"].mean()) if table["p_higher_ev"].notna().any() else float("nan"),
         "n_subjects": len(table),
     }
-    if ADAPTIVE_COLUMN in trials.columns:  # issue 53: the shares count the pairs shown, chosen from the answers
+    if ADAPTIVE_COLUMN in trials.columns:  # the shares count the pairs shown, chosen from the answers
         for row in rows:
             row.update(dict.fromkeys(SHARE_KEYS))
         metrics.update(dict.fromkeys(("p_risky", "p_higher_ev")))

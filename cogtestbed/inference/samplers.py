@@ -1,4 +1,4 @@
-"""Samplers as registered kinds (issue 73): what :func:`~cogtestbed.inference.hierarchical.fit_hierarchical`
+"""Samplers as registered kinds: what :func:`~cogtestbed.inference.hierarchical.fit_hierarchical`
 dispatches to by name, each with its provenance.
 
 A :class:`SamplerKind` names a sampler, the distribution that implements it (its provenance: name and

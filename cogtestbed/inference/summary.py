@@ -1,4 +1,4 @@
-"""Summaries of a table of per-subject maximum-likelihood fits over every fitted subject (issue 68).
+"""Summaries of a table of per-subject maximum-likelihood fits over every fitted subject.
 
 A summary never selects on the estimate: every fitted subject counts, whatever its estimate, and
 the share of subjects whose data cannot pin their estimate (flagged: :mod:`cogtestbed.inference.identification`)
@@ -41,7 +41,7 @@ KNOWN_SUMMARY_BIAS: dict[tuple[str, str], dict[str, Any]] = {
 
 
 def summary_kind(p: Parameter) -> str:
-    """Which all-subject statistic summarises ``p``'s per-subject estimates (issue 68): the median
+    """Which all-subject statistic summarises ``p``'s per-subject estimates: the median
     for a log-scale parameter, whose estimates at a far end of its range (β = 1e5, k = 1e-12) drag
     a mean without limit; the mean for a parameter on a bounded linear or logit scale, whose
     estimates cannot drag it far and whose median shifts towards a pile-up at a bound (measured:
@@ -123,7 +123,7 @@ def _information(fitted: pd.DataFrame) -> dict[str, float | None]:
 def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterSet | None = None,
                 bias: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The summary of an MLE table (:meth:`CognitiveModel.fit_identified`), over every fitted
-    subject whatever its estimate (issue 68: a summary never selects on the estimate): each
+    subject whatever its estimate (a summary never selects on the estimate): each
     parameter's default summary (``summary``, with ``summary_kind``: :func:`default_summary`, where
     ``parameters`` are given), its median and mean beside it,
     summed AIC / BIC (null, with the reason, where no subject is fitted), the share of fitted

@@ -1,6 +1,6 @@
 """Real LLMs as subjects: one client contract, several backends, and the run machinery.
 
-The package is in four wings (issue 51), each a sub-package whose ``__init__`` imports nothing:
+The package is in four wings, each a sub-package whose ``__init__`` imports nothing:
 
 * :mod:`.clients` — the contract (:mod:`.clients.base`: ``generate`` / ``score``), the backend
   registry (:mod:`.clients.backends`), the backends (OpenAI and compatible servers, Anthropic, local

@@ -1,4 +1,4 @@
-"""Every access to a third-party library's private internals, one module per library (issue 73).
+"""Every access to a third-party library's private internals, one module per library.
 
 The package uses libraries through their public API.  Where a library offers no public hook for
 something the package needs, the one place reaching into its internals is its shim here

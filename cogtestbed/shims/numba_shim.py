@@ -1,4 +1,4 @@
-"""numba's internals the package relies on (issue 73): the per-process counter of function ids.
+"""numba's internals the package relies on: the per-process counter of function ids.
 
 numba names a compiled function's machine-code symbol after an id drawn from
 ``numba.core.bytecode.FunctionIdentity._unique_ids``, a per-process :class:`itertools.count` (1, 2, 3, …);

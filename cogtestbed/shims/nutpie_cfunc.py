@@ -1,4 +1,4 @@
-"""nutpie's compiled PyMC model with C wrappers numba caches on disk (issue 71 item 4).
+"""nutpie's compiled PyMC model with C wrappers numba caches on disk.
 
 ``nutpie.compile_pymc_model`` builds the model's log density (with its gradient) and its expansion as
 PyTensor NUMBA functions, which PyTensor caches on disk, and wraps each in a ``numba.cfunc`` for nutpie's

@@ -1,6 +1,6 @@
-"""nutpie's internals the package relies on (issue 73): its progress kinds off notebooks, the shapes its
+"""nutpie's internals the package relies on: its progress kinds off notebooks, the shapes its
 compilation fixes, a compiled model's coordinates, and its sampler on PyTensor's functions called from
-Python (issue 71).
+Python.
 
 ``nutpie.sample`` reports progress through a template callback only inside a notebook; on a terminal
 it draws its own indicatif bar, and it has no public parameter for a callback there.
@@ -12,7 +12,7 @@ template, cores, callback)``); the sampling itself is untouched.  :func:`stored_
 for); :func:`with_coords`: a compiled model with other coordinates (its ``_coords`` field: ``with_data``
 re-points the data but keeps the coordinates of the model it was compiled from).
 
-:func:`python_model` (issue 71 item 4): ``nutpie.compile_pymc_model`` builds the model's log density and
+:func:`python_model`: ``nutpie.compile_pymc_model`` builds the model's log density and
 expansion as PyTensor NUMBA functions (``nutpie.compile_pymc._make_functions``; PyTensor caches their numba
 code on disk, so a new process loads them in well under a second) and then wraps each in a ``numba.cfunc``
 that numba cannot cache (it closes over dynamic globals): 5–9 CPU-seconds in every process

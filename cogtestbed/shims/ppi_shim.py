@@ -2,7 +2,7 @@
 
 ``ppi_py.ppi_power_analysis._get_ppi_corr`` is the correlation between labels and predictions that
 :func:`ppi_py.ppi_power` sizes a design from (Pearson's r, capped below 1); ppi_py has no public function for
-it, and the mix plan (:mod:`cogtestbed.validation.design.mix`) prints the same figure the power analysis uses.
+it, and the mix plan (:mod:`cogtestbed.planning.kinds.mix.mix`) prints the same figure the power analysis uses.
 """
 
 from __future__ import annotations

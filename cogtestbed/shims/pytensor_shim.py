@@ -1,4 +1,4 @@
-"""PyTensor's internals the package relies on (issue 73): the folder of its numba cache.
+"""PyTensor's internals the package relies on: the folder of its numba cache.
 
 PyTensor caches the numba functions it compiles in ``pytensor.link.numba.cache.NUMBA_CACHE_PATH``
 (``base_compiledir/numba``), fixed when the module is imported; it has no setting for the folder alone.

@@ -1,4 +1,4 @@
-"""torch's internals the package relies on (issue 73): oneDNN's packed float32 linear kernels.
+"""torch's internals the package relies on: oneDNN's packed float32 linear kernels.
 
 ``torch.ops.mkldnn._reorder_linear_weight`` (a weight packed once) and ``torch.ops.mkldnn._linear_pointwise``
 (a linear layer on the packed weight) are the private operators behind torch's own oneDNN fusion; torch has no

@@ -1,4 +1,4 @@
-"""typer's internals the command line relies on (issue 73): command-line values that need no conversion
+"""typer's internals the command line relies on: command-line values that need no conversion
 skip typer's pydantic coercion.
 
 typer (0.29) converts every parameter value through a pydantic ``TypeAdapter`` built on first use and kept in

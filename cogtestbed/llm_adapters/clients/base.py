@@ -132,7 +132,7 @@ def decode_data_url(url: str) -> bytes:
     return base64.b64decode(payload)
 
 
-#: The sampling every generation asks for explicitly (issue 39): plain softmax at the request's
+#: The sampling every generation asks for explicitly: plain softmax at the request's
 #: temperature (greedy at 0) with every truncation and penalty off, on every route.  Servers default
 #: otherwise where a request leaves a field out (llama-cpp-python's server: top_k 40, top_p 0.95,
 #: min_p 0.05, repeat_penalty 1.1; vLLM: the model's ``generation_config.json``), so a request that

@@ -1,4 +1,4 @@
-"""What a hosted model accepts in a generation request: the capability table (issue 49).
+"""What a hosted model accepts in a generation request: the capability table.
 
 ``capabilities.toml`` (beside ``prices.toml``) holds one row per model family — the sampling fields the
 model accepts, its completion-limit field, whether it returns log-probabilities, whether it takes stop

@@ -219,7 +219,7 @@ class HFClient(LLMClient):
         #: torch intra-op threads during this model's forward passes (None: torch's setting).
         self.threads = threads
         # No token healing: a prompt is fed exactly as an HTTP server receives it (a trailing space
-        # stays a token), so the in-process and served routes give the same raw answers (issue 39).
+        # stays a token), so the in-process and served routes give the same raw answers.
         #: Seconds one generation may take (``generate``'s ``max_time``), None: unbounded.  Set by
         #: :mod:`cogtestbed.llm_adapters.servers.server`, which bounds each request's generation.
         self.max_time: float | None = None
@@ -445,7 +445,7 @@ class HFClient(LLMClient):
         """``generate``'s options: greedy at temperature 0, else plain softmax sampling, every
         truncation and penalty off whatever the model's ``generation_config`` says — what
         :data:`~.base.NEUTRAL_SAMPLING` (and its extras) ask a served model for,
-        so this route answers as a server does (issue 39)."""
+        so this route answers as a server does."""
         sample = request.temperature > 0
         kwargs: dict[str, Any] = dict(
             max_new_tokens=request.max_tokens, do_sample=sample, return_dict_in_generate=True,

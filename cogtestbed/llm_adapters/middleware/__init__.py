@@ -1,4 +1,4 @@
-"""What wraps a client in a run, between the run machinery and the backends (issue 51).
+"""What wraps a client in a run, between the run machinery and the backends.
 
 * :mod:`.cache` — the response cache (:class:`~.cache.CachedClient`: every call booked, cached, retried);
 * :mod:`.retry` — the retry policy and the one retry loop every backend's calls go through;

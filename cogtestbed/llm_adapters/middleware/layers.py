@@ -1,4 +1,4 @@
-"""The wrappers between a run and its backend, one concern each (issue 73): :class:`Layer` (forward
+"""The wrappers between a run and its backend, one concern each: :class:`Layer` (forward
 everything to the wrapped client), :class:`Admission` (a subject's worst case held before its first new
 call), :class:`Booked` (each request booked in the :class:`~.limits.Budget` and settled at the usage
 it reports) and :class:`RateLimited` (each request waits for the :class:`~.limits.RateLimiter`).  The

@@ -109,7 +109,7 @@ class Spend:
     cost: float = 0.0
     #: Calls that may have been answered (billed): not those the server refused with an error status.
     answered: int = 0
-    #: Hidden reasoning tokens the server reported, part of ``completion_tokens`` (issue 49).
+    #: Hidden reasoning tokens the server reported, part of ``completion_tokens``.
     reasoning_tokens: int = 0
     #: Answered calls whose usage did not say how many of their tokens were hidden reasoning
     #: (``completion_tokens_details`` omitted): where any, the run's count of hidden tokens is unknown.

@@ -1,4 +1,4 @@
-"""LLM runs: real LLMs played as subjects, apart from the clients that call them (issue 51).
+"""LLM runs: real LLMs played as subjects, apart from the clients that call them.
 
 * :mod:`.agent` — :class:`~.agent.LLMAgent`, the subject adapter (prompt, answer, parse, re-ask);
 * :mod:`.config` — a run's configuration (:class:`~.config.RunConfig`) and result, subjects' forms,

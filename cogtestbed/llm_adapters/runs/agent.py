@@ -105,7 +105,7 @@ def retry_fields(gen: Generation | ScoreResult) -> dict[str, Any]:
 
 #: Finish reasons of an answer cut at its completion limit (OpenAI's ``length``, Anthropic's ``max_tokens``).
 LIMIT_REASONS = ("length", "max_tokens")
-#: The invalid reason of an answer that reached its completion limit before any visible text (issue 49).
+#: The invalid reason of an answer that reached its completion limit before any visible text.
 TRUNCATED_REASON = "truncated"
 
 

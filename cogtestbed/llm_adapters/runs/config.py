@@ -46,7 +46,7 @@ class RunConfig:
     #: Prompt forms the subjects are assigned to (balanced, seeded); ``None``: form 0 for all.
     forms: tuple[int, ...] | None = None
     #: ``--reasoning-effort`` (OpenAI's reasoning models; None: the model's default) and ``--thinking-budget``
-    #: (Anthropic's extended thinking on; for OpenAI's reasoning models the hidden tokens reserved) (issue 49).
+    #: (Anthropic's extended thinking on; for OpenAI's reasoning models the hidden tokens reserved).
     reasoning_effort: str | None = None
     thinking_budget: int | None = None
     #: Hidden tokens each request's completion limit reserves before the answer's ``max_tokens``

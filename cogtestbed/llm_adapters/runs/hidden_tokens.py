@@ -1,4 +1,4 @@
-"""Pricing a reasoning model's hidden tokens (issue 49): from a pilot's measurement, or an assumption.
+"""Pricing a reasoning model's hidden tokens: from a pilot's measurement, or an assumption.
 
 A reasoning model bills its hidden tokens as output, and they are often many times the answer's, so a
 cost priced from the answers alone is wrong by that factor.  What a call bills beyond its prompt is

@@ -129,7 +129,7 @@ def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, Ru
 
 def expected_cost(report: dict[str, Any], config: RunConfig, price: Price | None, c: RequestCount,
                   hidden: HiddenTokens | None, chars_per_token: float = 4.0) -> dict[str, Any]:
-    """The one expected price of a run (issue 67: the plan's and ``run --dry-run``'s): ``expected_cost_usd``
+    """The one expected price of a run (the plan's and ``run --dry-run``'s): ``expected_cost_usd``
     and, where completion tokens per call are measured or assumed (``hidden``: a pilot of any model, or
     ``--assume-reasoning-tokens``), its range ``expected_cost_usd_range`` (the interval of the tokens per
     call, :meth:`~cogtestbed.llm_adapters.runs.hidden_tokens.HiddenTokens.cost_range`; prompt tokens

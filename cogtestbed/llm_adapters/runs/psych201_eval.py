@@ -1,4 +1,4 @@
-"""Psych-201's own evaluation measure, batched over participants (issue 70).
+"""Psych-201's own evaluation measure, batched over participants.
 
 Psych-201's evaluation script (``0_analyses/eval.py``, github.com/marcelbinz/Psych-201) compares a
 language model with human participants as follows; this module computes exactly that measure:
@@ -163,7 +163,7 @@ def _common(a: Sequence[int], b: Sequence[int]) -> int:
 #: explicit attention mask, which loses the causal kernel's skipped half of the attention (and
 #: reads a mask per layer): measured on SmolLM2-135M, a 136-token prefix shared by two 3,600-token
 #: Stroop transcripts made them slower than two plain passes.  Psych-201's data sets shared 4-19 %
-#: of their tokens (issue 70), so by default they run as plain passes.
+#: of their tokens, so by default they run as plain passes.
 MIN_SHARED_FRACTION = 0.5
 
 

@@ -1,5 +1,5 @@
 """A whole Psych-201 data set scored by a local model: the three measures per choice, participants
-batched, progress reported, resumable after a kill (issue 70; :func:`cogtestbed.transcript_nll`).
+batched, progress reported, resumable after a kill (:func:`cogtestbed.transcript_nll`).
 
 Per participant (a :class:`~cogtestbed.data.psych201.Record`, identity (record, participant)):
 
@@ -10,7 +10,7 @@ Per participant (a :class:`~cogtestbed.data.psych201.Record`, identity (record, 
 * ``choice`` — the per-choice log-probabilities ``logp_raw``/``logp_norm``
   (:func:`cogtestbed.llm_adapters.runs.transcript.transcript_nll`).
 
-**One pass for both** (issue 70, item 5): a participant's tokens go through the model once; the
+**One pass for both**: a participant's tokens go through the model once; the
 rows of its final hidden state that the response spans and the choices read (those of the choices'
 first window, where its tokens are the evaluation's) go through the output layer together.  Only
 a later window of ``overflow="window"`` and an option of several tokens get passes of their own,

@@ -1,4 +1,4 @@
-"""The project's local servers (issue 51: servers apart from the clients).
+"""The project's local servers (servers apart from the clients).
 
 * :mod:`.server` — a small OpenAI-compatible (and Anthropic-Messages-compatible) HTTP server for a
   local model (``python -m cogtestbed.llm_adapters.servers.server``), with its request checks

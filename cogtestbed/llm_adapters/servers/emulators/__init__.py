@@ -6,9 +6,8 @@ in the wild, so that the clients' handling of it is tested offline on 127.0.0.1:
 
 * :mod:`.faults` — HTTP faults (error statuses with ``Retry-After``, dropped connections, delays);
 * :mod:`.reasoning` — a model acting as an OpenAI reasoning model or a Claude model with extended
-  thinking (hidden tokens billed, refused fields answered with the provider's 400);
-* :mod:`.leaky` — a server echoing the caller's key in every form (raw, split, percent-encoded,
-  base64) in answers, fingerprints, error bodies and headers;
-* :mod:`.batch` — the OpenAI and Anthropic batch APIs
-  (``python -m cogtestbed.llm_adapters.servers.emulators.batch``).
+  thinking (hidden tokens billed, refused fields answered with the provider's 400).
+
+The batch APIs' emulator and a key-echoing server, which only tests and studies use, live outside the
+wheel, in ``tests/support/``.
 """

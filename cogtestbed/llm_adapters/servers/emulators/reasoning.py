@@ -1,4 +1,4 @@
-"""The project's server as a reasoning model (issue 49): hidden tokens billed, unsupported fields refused.
+"""The project's server as a reasoning model: hidden tokens billed, unsupported fields refused.
 
 :class:`ReasoningModel` makes a model of :mod:`~cogtestbed.llm_adapters.servers.server` act as
 

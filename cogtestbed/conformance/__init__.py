@@ -1,0 +1,1 @@
+"""The public conformance suite of an experiment (:mod:`cogtestbed.conformance.suite`)."""

@@ -1,0 +1,1 @@
+"""The adaptive plan kind: its run, checks, text and writer."""

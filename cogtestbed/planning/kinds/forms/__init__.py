@@ -1,0 +1,1 @@
+"""The forms plan kind: its run, checks, text and writer."""

@@ -1,0 +1,1 @@
+"""The mix plan kind: its run, checks, text and writer."""

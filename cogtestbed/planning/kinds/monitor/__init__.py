@@ -1,0 +1,1 @@
+"""The monitor plan kind: its run, checks, text and writer."""

@@ -1,0 +1,1 @@
+"""The people plan kind: its run, checks, text and writer."""

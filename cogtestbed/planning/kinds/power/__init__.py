@@ -1,0 +1,1 @@
+"""The power plan kind: its run, checks, text and writer."""

@@ -1,0 +1,1 @@
+"""The precision plan kind: its run, checks, text and writer."""

@@ -1,0 +1,1 @@
+"""The sequential plan kind: its run, checks, text and writer."""

@@ -1,1 +1,0 @@
-"""Studies on synthetic data: parameter and model recovery, calibration (SBC), power."""

@@ -1,1 +1,0 @@
-"""The public conformance suite of an experiment (:mod:`cogtestbed.validation.conformance.suite`)."""

@@ -12,8 +12,8 @@ target reads that pool's power high).  The protocol keeps the two apart by const
   Monte-Carlo SE and the seeds it was measured on, refused (:class:`ProtocolError`) when any of those seeds
   came from a choosing stream;
 * a plan kind declares its use of the protocol (:attr:`~cogtestbed.planning.kinds.PlanKind.protocol`: a
-  function of a seed returning the :class:`SeedStreams` the kind draws from, with the figures it reports); :func:`check_kind` replays it and fails for a kind that declares nothing or reports from its
-  choosing streams (tests/test_protocol.py runs it over the registry).
+  function of a seed returning the :class:`SeedStreams` the kind draws from, with the figures it reports);
+  :func:`check_kind` replays it and fails for a kind that declares nothing or reports from its choosing streams (tests/test_protocol.py runs it over the registry).
 
 Imports numpy only.
 """

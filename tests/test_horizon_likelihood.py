@@ -20,8 +20,8 @@ def _table(games: int, seed: int) -> pd.DataFrame:
 
 
 def _agent_p_j(table: pd.DataFrame) -> np.ndarray:
-    """P(J) at each game's first free choice by the model's equation (Wilson et al. 2014, eq. 1), from counts and sums of
-    the forced trials read off the table here (not through the likelihood's data preparation)."""
+    """P(J) at each game's first free choice by the model's equation (Wilson et al. 2014, eq. 1), from counts and
+    sums of the forced trials read off the table here (not through the likelihood's data preparation)."""
     out = []
     for _, game in table.sort_values(["session", "trial"]).groupby("session", sort=True):
         forced = game[game["trial"] < 4]

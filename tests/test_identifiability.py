@@ -94,8 +94,13 @@ def test_every_experiment_and_model(experiment, model):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="measured at 92 games (prior-drawn subjects, MLE, seed 1): r = 0.71 bonus_h1, "
-                   "-0.09 bonus_h6, 0.22 temperature_h1, -0.13 temperature_h6, 0.61 bias")
+@pytest.mark.xfail(strict=True, reason="measured at 92 games (MLE, seed 1): r = 0.71 bonus_h1, -0.09 bonus_h6, 0.22 "
+                   "temperature_h1, -0.13 temperature_h6, 0.61 bias. Not a likelihood fault (tests/test_horizon_"
+                   "likelihood.py): the one population drawn from the hierarchical prior has true SD 0.03 $ on "
+                   "bonus_h6 and 0.08 (log) on temperature_h6, far under the estimates' error, so r cannot be high; "
+                   "with spread-out truths (sampler='uniform') r = 0.70, 0.77, 0.45, 0.34, 0.90: the temperatures "
+                   "stay under 0.7 with one free choice a game in the likelihood "
+                   "(benchmarks/studies/horizon_recovery_spread.py)")
 def test_horizon_recovery_at_the_suggested_size():
     """At the check's suggested games a subject, every parameter it calls identified is recovered (r >= 0.7)."""
     check = identifiability("horizon", "info-bonus", draws=0, seed=0)

@@ -97,6 +97,7 @@ def _recovery_stats(g: pd.DataFrame) -> dict[str, Any]:
                              "n_finite": n_ok}
     if r_note:
         entry["r_note"] = r_note
+    entry.update(_truth_spread(true[ok], err))
     t_nat = g["true"].to_numpy(float)
     if "lo95" in g and g["lo95"].notna().any():  # the MLE's likelihood-ratio intervals
         lo, hi = g["lo95"].to_numpy(float), g["hi95"].to_numpy(float)
@@ -109,6 +110,22 @@ def _recovery_stats(g: pd.DataFrame) -> dict[str, Any]:
             entry[f"coverage{q}"] = float(((t_nat >= lo) & (t_nat <= hi))[has].mean())
     entry["scale"] = "log" if log else "natural"
     return entry
+
+
+def _truth_spread(true: np.ndarray, err: np.ndarray) -> dict[str, Any]:
+    """The true values' SD (``true_sd``, on the scale r is computed on) and, where it is below the estimates'
+    typical error (``typical_error``: the errors' scaled median absolute deviation, 1.4826·MAD, which a few
+    estimates at a bound do not inflate), the r that errors of that size leave (``r_ceiling`` =
+    SD/√(SD² + error²)): true values that hardly vary (a prior-drawn population narrow on this parameter) hold r
+    down whatever the fit, so a low r there says nothing about the estimates."""
+    if true.size < 2:
+        return {}
+    sd = float(true.std())
+    typical = float(1.4826 * np.median(np.abs(err - np.median(err))))
+    out: dict[str, Any] = {"true_sd": sd, "typical_error": typical}
+    if sd < typical:
+        out["r_ceiling"] = sd / float(np.hypot(sd, typical))
+    return out
 
 
 def model_recovery_summary(table: pd.DataFrame) -> dict[str, Any]:

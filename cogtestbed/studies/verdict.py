@@ -75,6 +75,9 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
         bits.append(f"90% interval coverage {num(v['coverage90'], 2)}")
     if "coverage95" in v:
         bits.append(f"LR 95% interval coverage {num(v['coverage95'], 2)}")
+    if v.get("r_ceiling") is not None:
+        bits.append(f"true values spread only SD {num(v['true_sd'])}{scale}, under the estimates' typical error "
+                    f"{num(v['typical_error'])}: r near {num(v['r_ceiling'], 2)} expected from a sound fit")
     if v.get("at_bound"):
         bits.append(f"{v['at_bound']:.0%} at a bound")
     if v.get("n_unidentified"):
@@ -105,12 +108,16 @@ def _recovery_by_tolerance(params: dict[str, Any], q: float) -> str:
 def _recovery_by_r(params: dict[str, Any]) -> str:
     """The recovery call by the r >= R_GOOD / r < R_POOR convention (no tolerance stated)."""
     judged = {k: v for k, v in params.items() if not v.get("r_note")}
+    capped = [k for k, v in judged.items() if (v.get("r_ceiling") or 1.0) < R_POOR and not v["r"] >= R_GOOD]
     good = [k for k, v in judged.items() if v["r"] >= R_GOOD]
-    poor = [k for k, v in judged.items() if not v["r"] >= R_POOR]
+    poor = [k for k, v in judged.items() if not v["r"] >= R_POOR and k not in capped]
     txt = (f"No tolerance stated (recover --precision PARAM=HALFWIDTH): by the r >= {R_GOOD} convention "
            f"{', '.join(good) or 'no parameter'} {'tracks' if len(good) <= 1 else 'track'} the truth")
-    return txt + (f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates."
-                  if poor else ".")
+    txt += (f"; {', '.join(poor)} poorly (r < {R_POOR}) — do not interpret individual estimates" if poor else "")
+    if capped:
+        txt += (f"; r does not judge {', '.join(capped)}: the true values vary less than the estimates' error "
+                "(judge by RMSE and coverage, or draw spread-out truths: --sampler uniform, more --reps)")
+    return txt + "."
 
 
 def _verdict_model_recovery(result: Any) -> str:

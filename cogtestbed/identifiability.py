@@ -156,19 +156,8 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
     sd = np.array([p.prior_sd for p in params])
     with np.errstate(invalid="ignore", divide="ignore"):
         for_tol = np.ceil((se_u / (tolerance * sd)) ** 2)
-    rows = []
-    for j, p in enumerate(params):
-        k_id = need[j]
-        tol_k = None if k_id is None or not math.isfinite(for_tol[j]) else int(max(k_id, for_tol[j], 1))
-        rows.append({
-            "parameter": p.name, "prior_median": median[j],
-            "se": se_u[j] * slope[j] / math.sqrt(sessions) if math.isfinite(se_u[j]) else None,
-            "se_unconstrained": se_u[j] / math.sqrt(sessions) if math.isfinite(se_u[j]) else None,
-            "se_draws": (float(np.median([d[j] for d in draw_se])) / math.sqrt(sessions)
-                         if draw_se and all(math.isfinite(d[j]) for d in draw_se) else None),
-            "identified": k_id is not None and k_id <= sessions,
-            "sessions_to_identify": k_id, "sessions_for_tolerance": tol_k,
-        })
+    rows = [_parameter_row(p, median[j], se_u[j], slope[j], [d[j] for d in draw_se], need[j], for_tol[j], sessions)
+            for j, p in enumerate(params)]
     table = pd.DataFrame(rows).astype({"sessions_to_identify": "Int64", "sessions_for_tolerance": "Int64",
                                        "se": float, "se_unconstrained": float, "se_draws": float})
     rank, cond = _rank_condition(info)
@@ -176,6 +165,24 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
     regular = float(np.mean([bool(np.all(np.linalg.eigvalsh(h) > 0)) for h in sessions_info]))
     return DesignInformation(exp.name, fitter.name, sessions, int(design.n_trials), tolerance, table, rank, cond,
                              info, regular)
+
+
+def _parameter_row(p: Any, median: float, se_u: float, slope: float, draw_se: list[float], k_id: int | None,
+                   for_tol: float, sessions: int) -> dict[str, Any]:
+    """One parameter's line of the check: its expected SE over ``sessions`` sessions (constrained, unconstrained,
+    over prior draws) and the sessions that identify it and bring it under the tolerance."""
+    tol_k = None if k_id is None or not math.isfinite(for_tol) else int(max(k_id, for_tol, 1))
+    root = math.sqrt(sessions)
+    finite = math.isfinite(se_u)
+    return {
+        "parameter": p.name, "prior_median": median,
+        "se": se_u * slope / root if finite else None,
+        "se_unconstrained": se_u / root if finite else None,
+        "se_draws": (float(np.median(draw_se)) / root if draw_se and all(math.isfinite(d) for d in draw_se)
+                     else None),
+        "identified": k_id is not None and k_id <= sessions,
+        "sessions_to_identify": k_id, "sessions_for_tolerance": tol_k,
+    }
 
 
 def _design(exp: Any, design: Any) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -48,9 +49,19 @@ def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
 
 
 def _plan(experiment: str, model: str, capsys: pytest.CaptureFixture[str]) -> None:
-    out = _run(["plan", experiment, "--model", model, "--effect", _effect(experiment, model), "--subjects", "2,3",
-                "--mc-se", "0.45", "--power", "0.01", "--llm", "openai:gpt-4o-mini", *_tiny(experiment)], capsys)
-    assert out["chosen"]["subjects"] in (2, 3) and out["power"]["sims"] >= 1
+    """Plan at the small design; where the design check refuses it, at the smallest design its refusal names
+    (which must then plan: the suggestion is checked too), or at the default design where none is named."""
+    args = ["plan", experiment, "--model", model, "--effect", _effect(experiment, model), "--subjects", "2,3",
+            "--mc-se", "0.45", "--power", "0.01", "--llm", "openai:gpt-4o-mini", "--json", "--workers", "1"]
+    code = run_cli([*args, *_tiny(experiment)])
+    out = capsys.readouterr()
+    if code == 2 and "does not identify" in out.err:
+        named = re.search(r"\(--runs (\d+)\)", out.err)
+        code = run_cli([*args, *_tiny(experiment), "--runs", named.group(1)] if named else args)
+        out = capsys.readouterr()
+    assert code == 0, out.err[-2000:]
+    planned = json.loads(out.out.strip().splitlines()[-1])
+    assert planned["chosen"]["subjects"] in (2, 3) and planned["power"]["sims"] >= 1
 
 
 @pytest.mark.parametrize(("experiment", "model"), FIRST_MODELS)

@@ -141,9 +141,6 @@ def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) 
 def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Mapping[str, Any],
                       keep: bool) -> tuple[pd.DataFrame | None, int]:
     """(the table, unless written and not ``keep``; its rows) of :func:`simulate`'s ``options``."""
-    import numpy as np
-
-    from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
     from cogtestbed.lapse import Lapse
     from cogtestbed.outputs import check_output_file, claim_file
     from cogtestbed.simulation import as_sessions, chosen_path
@@ -166,22 +163,13 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
     fields = design_overrides(design) if isinstance(design, list | tuple) else design  # the command line's items
     design_obj = with_adaptive(exp, design_of(exp, cast("Design | Mapping[str, Any] | None", fields)), adaptive,
                                trials)
-    if forms is None and form_sd:
-        raise FormError("`form_sd` needs `forms` (the forms whose offsets it draws)")
-    form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)
-    form_design = None if form_ids is None else FormDesign(resolve_forms(exp.prompt_forms, form_ids),
-                                                           dict(form_sd or {}))
+    form_design = _form_design(exp, forms, form_sd)
     out = None if output is None else Path(output)
     if out is not None:
         check_output_file(out, force, ".parquet")
     per = ses.subject_sessions or (exp.subject_sessions if form_design is None else 1)
     _warn_unidentified(exp, agent, not fields and adaptive is None and trials is None, per)
-    if per > 1:
-        if form_design is not None:
-            raise InputError("`sessions` above 1 with `forms`: a subject's sessions would be assigned different "
-                             "forms; simulate one session a subject with forms")
-        given = {k: np.repeat(np.asarray(v, dtype=np.float64), per) if np.ndim(v) else v for k, v in given.items()}
-        subjects *= per
+    given, subjects = _per_session(given, subjects, per, form_design)
     # the path resolved once the request is checked, counting the memory probe's one subject on it
     # (check_simulation_memory); a call refused from here on gives back the interpreted run it chose
     with chosen_path(method, exp, agent_cls, design_obj, _cost_params(agent_cls, given, form_sd), subjects + 1,
@@ -196,6 +184,30 @@ def _simulate_request(experiment: str | ExperimentSpec, agent: str, options: Map
                                       form_design, out, keep, per,
                                       _simulate_manifest(exp, agent, agent_cls, req, given, drawn, path, lapse,
                                                          design_obj, form_design))
+
+
+def _form_design(exp: ExperimentSpec, forms: Any, form_sd: Mapping[str, float] | None) -> Any:
+    """The forms a simulation assigns (None: the default prompt) with their offsets' SDs."""
+    from cogtestbed.environments.forms import FormDesign, FormError, resolve_forms
+
+    if forms is None and form_sd:
+        raise FormError("`form_sd` needs `forms` (the forms whose offsets it draws)")
+    form_ids = forms if isinstance(forms, str) or forms is None else ",".join(str(int(f)) for f in forms)
+    return None if form_ids is None else FormDesign(resolve_forms(exp.prompt_forms, form_ids), dict(form_sd or {}))
+
+
+def _per_session(given: dict[str, Any], subjects: int, per: int, form_design: Any) -> tuple[dict[str, Any], int]:
+    """(parameters, rows of subjects) for ``per`` sessions a subject: each subject's parameters repeated once per
+    session (the sessions are grouped back into subjects after the simulation)."""
+    import numpy as np
+
+    if per == 1:
+        return given, subjects
+    if form_design is not None:
+        raise InputError("`sessions` above 1 with `forms`: a subject's sessions would be assigned different "
+                         "forms; simulate one session a subject with forms")
+    return {k: np.repeat(np.asarray(v, dtype=np.float64), per) if np.ndim(v) else v for k, v in given.items()}, \
+        subjects * per
 
 
 def _simulate_manifest(exp: ExperimentSpec, agent: str, agent_cls: Any, req: Any, given: dict[str, Any],

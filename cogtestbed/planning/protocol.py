@@ -13,7 +13,8 @@ target reads that pool's power high).  The protocol keeps the two apart by const
   came from a choosing stream;
 * a plan kind declares its use of the protocol (:attr:`~cogtestbed.planning.kinds.PlanKind.protocol`: a
   function of a seed returning the :class:`SeedStreams` the kind draws from, with the figures it reports);
-  :func:`check_kind` replays it and fails for a kind that declares nothing or reports from its choosing streams (tests/test_protocol.py runs it over the registry).
+  :func:`check_kind` replays it and fails for a kind that declares nothing or reports from its choosing streams
+  (tests/test_protocol.py runs it over the registry).
 
 Imports numpy only.
 """
@@ -74,7 +75,7 @@ class SeedStreams:
         """The :class:`~numpy.random.SeedSequence` ``[seed, key, index]`` of ``role`` (``pilot``: the
         second choosing stream)."""
         if role not in _INDEX:
-            raise ValueError(f"role must be {CHOOSING!r} or {REPORTING!r}, not {role!r}")
+            raise InputError(f"role must be {CHOOSING!r} or {REPORTING!r}, not {role!r}")
         index = _PILOT if pilot and role == CHOOSING else _INDEX[role]
         return np.random.SeedSequence([int(self.seed), int(self.key), index])
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from cogtestbed.errors import InputError
+
 #: Disjoint sub-pools per hypothesis (the MC SE's between-pool spread).
 BATCHES = 10
 #: Each measuring sub-pool holds this many times the longest study's units.
@@ -70,7 +72,7 @@ def pool_seeds(seed: int, role: str, streams: Any = None) -> tuple[int, int]:
     protocol's choosing stream (``choose``; ``pilot``: its pilot stream) or reporting stream (``measure``)
     (:func:`monitor_streams`, or ``streams`` where given: the seeds are recorded there)."""
     if role not in ROLES:
-        raise ValueError(f"role must be one of {ROLES}, not {role!r}")
+        raise InputError(f"role must be one of {ROLES}, not {role!r}")
     st = streams if streams is not None else monitor_streams(seed)
     pair = st.reporting(2) if role == "measure" else st.choosing(2, pilot=role == "pilot")
     return int(pair[0]), int(pair[1])

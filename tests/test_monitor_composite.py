@@ -62,3 +62,37 @@ def test_type_one_at_the_interval_ends_is_at_most_alpha(mean: float) -> None:
     y, m, width = on_scale(x - c, -1 - c, 1 - c, w)
     rate = (first_crossing(log_capital(y, m, planned=0.8, halfwidth=width), 0.05) > 0).mean()
     assert rate <= 0.05 + 1.645 * np.sqrt(0.05 * 0.95 / 2000)
+
+
+def test_a_plan_with_a_composite_null_stores_the_interval_in_its_sealed_run_design() -> None:
+    from cogtestbed.planning.kinds.monitor import monitor_kind as kind
+    from cogtestbed.planning.kinds.monitor.monitor_pools import Pools
+    from cogtestbed.runs.monitor_run import steps
+    from cogtestbed.studies.study_kinds import study_spec
+
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2)
+    rng = np.random.default_rng(2)
+
+    def pools(role: str, n: int, seeds: tuple[int, int]) -> Pools:
+        eff, nul = np.clip(rng.normal(0.3, 0.3, n), -0.9, 0.9), np.clip(rng.normal(-0.05, 0.3, n), -0.9, 0.9)
+        return Pools(role, eff, nul, seeds, eff[:, None], nul[:, None])
+
+    composite = {"interval": [-0.12, 0.04], "region": {"alpha": [0.05, 0.95], "beta": [1.0, 30.0]},
+                 "points": [{"alpha": 0.5, "beta": 3.0, "mean": -0.02, "se": 0.01}], "margin_se": 2.0,
+                 "null_model": "rw"}
+    from cogtestbed.planning.kinds.monitor.monitor_pools import pool_seeds
+
+    mon = kind.designs_on_pools(spec, pools("choose", 400, pool_seeds(3, "choose")),
+                                pools("measure", 800, pool_seeds(3, "measure")), 12, 36, 0.8,
+                                200, 3, group_sequential=False, composite=composite)
+    assert mon["null_interval"] == [-0.12, 0.04] and mon["null_center"] == pytest.approx(-0.04)
+    assert mon["halfwidth"] == pytest.approx(0.08) and mon["planned_bet"] > 0
+    run = kind.run_settings({"subjects": 12, "max_calls": None}, mon, spec, {"subjects": 12})
+    design = checked_monitor(run["monitor"], "run.monitor")
+    assert design["null_interval"] == [-0.12, 0.04] and design["nuisance_region"]["beta"] == [1.0, 30.0]
+    # the run's steps test the same interval: values at its upper end are never rejected
+    assert not any(s["decision"] == "efficacy" for s in steps(design, [0.04] * 12))
+    mon.update({k: None for k in ("dollars_effect", "dollars_null", "dollars_cap", "dollars_per_unit")})
+    assert any("nuisance region alpha in [0.05, 0.95]" in line for line in kind.design_table(
+        {"monitor": mon, "chosen": {"subjects": 12, "power": 0.8, "mc_se": 0.03, "design": "96 trials"}}))

@@ -49,6 +49,8 @@ def main() -> None:
     ap.add_argument("--per-point", type=int, default=200)
     ap.add_argument("--level", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batches", type=int, default=BATCHES, help="sub-pools per measuring pool")
+    ap.add_argument("--max-length", type=int, default=180, help="the longest cap considered")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     from cogtestbed.planning.kinds.monitor.monitor_kind import _model_statistic
@@ -61,9 +63,10 @@ def main() -> None:
     c, w = center_width(interval)
     rng = np.random.default_rng(np.random.SeedSequence([a.seed, 95, 9]))
     c_eff = subject_pool(spec, None, 1, 200 if a.quick else 1000, seed_of(a.seed, 0, 0))
+    print(f"effect pool: mean {np.nanmean(c_eff):+.4f}, sd {np.nanstd(c_eff):.4f}", flush=True)
     y, m, width = tested_scale(c_eff - c, lo - c, hi - c, w)
     bet = kelly_bet(y, m, width)
-    length = 60 if a.quick else 180
+    length = 60 if a.quick else a.max_length
     choose, _ = studies(c_eff, 200 if a.quick else 1000, min(length, c_eff.size), rng, batches=1)
     t = crossings(choose, lo, hi, interval, bet, a.level)
     by_n = np.array([((t > 0) & (t <= n)).mean() for n in range(1, choose.shape[1] + 1)])
@@ -77,7 +80,7 @@ def main() -> None:
               f"±{p['se']:.4f}")
     reps = 200 if a.quick else a.studies
     span = 3 * cap
-    nb = 2 if a.quick else BATCHES
+    nb = 2 if a.quick else a.batches
     m_eff = subject_pool(spec, None, 1, nb * span, seed_of(a.seed, 1, 0))
     eff, which = studies(m_eff, reps, span, rng, batches=nb)
     t_e = crossings(eff, lo, hi, interval, bet, a.level)

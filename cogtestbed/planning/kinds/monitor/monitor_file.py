@@ -69,7 +69,7 @@ def checked_monitor(design: Any, where: str) -> dict[str, Any]:
         if not scale > 0:
             raise InputError(f"{where}.symmetry_scale must be positive, got {scale:g}")
     if design.get("planned_bet") is not None:
-        _check_bet(_finite(design, "planned_bet", where), lo, hi, width, scale is not None, where)
+        _check_bet(_finite(design, "planned_bet", where), lo - c, hi - c, width, scale is not None, where)
     if design.get("futility") is not None:
         low = _finite(design, "futility", where)
         if not 0.0 < low < 1.0:
@@ -127,7 +127,8 @@ def _checked_bounds(design: Mapping[str, Any], symmetric: bool, where: str) -> t
 
 def _check_bet(bet: float, lo: float, hi: float, width: float, symmetric: bool, where: str) -> None:
     """A constant bet λ keeps each factor ``1 + λ (y − m)`` positive for every ``y`` in [0, 1] only if
-    ``λ < 1/m`` (λ > 0, against the null interval's upper end ``m``) or ``−λ < 1/(1 − m)`` (λ < 0, its lower)."""
+    ``λ < 1/m`` (λ > 0, against the null interval's upper end ``m``) or ``−λ < 1/(1 − m)`` (λ < 0, its lower);
+    ``lo``, ``hi``: the bounds less the null interval's center."""
     down, up = (0.5, 0.5) if symmetric else ((-width - lo) / (hi - lo), (width - lo) / (hi - lo))
     top = 1.0 / up if bet > 0 else 1.0 / (1.0 - down)
     if not abs(bet) < top:

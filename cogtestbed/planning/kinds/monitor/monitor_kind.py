@@ -512,6 +512,11 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 + (f", at K_t <= {fut:g} (futility, chosen on the choosing pools)" if fut else "")
                 + f" or at the cap {mon['cap']} "
                 f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
+    if mon.get("null_interval") is not None:
+        region = ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in mon["nuisance_region"].items())
+        rows.append(f"  null: every LLM without the effect in the nuisance region {region}: the statistic's null "
+                    f"mean within [{mon['null_interval'][0]:+.4f}, {mon['null_interval'][1]:+.4f}] (measured at "
+                    f"{len(mon['composite']['points'])} points, widened by {mon['composite']['margin_se']:g} MC SE)")
     rows += _equal_power_lines(mon, units)
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "

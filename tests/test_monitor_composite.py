@@ -96,3 +96,22 @@ def test_a_plan_with_a_composite_null_stores_the_interval_in_its_sealed_run_desi
     mon.update({k: None for k in ("dollars_effect", "dollars_null", "dollars_cap", "dollars_per_unit")})
     assert any("nuisance region alpha in [0.05, 0.95]" in line for line in kind.design_table(
         {"monitor": mon, "chosen": {"subjects": 12, "power": 0.8, "mc_se": 0.03, "design": "96 trials"}}))
+
+
+@pytest.mark.slow
+def test_reduced_composite_null_table_holds_alpha_at_every_point() -> None:
+    """The study's ``--quick`` table: every null point's upper bound ≤ α to the cap and to 3× the cap."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(root / "benchmarks/studies/monitor_composite.py"), "--quick"],
+                         capture_output=True, text=True, check=True, cwd=root).stdout
+    rows = [line.split() for line in out.splitlines() if line.strip().startswith("alpha ")]
+    assert len(rows) == 4
+    for r in rows:
+        assert float(r[-2]) <= 0.05 and float(r[-4]) <= 0.05
+    interval = next(line for line in out.splitlines() if "interval [" in line)
+    lo, hi = (float(v) for v in interval.split("interval [")[1].split("]")[0].split(","))
+    assert lo < 0 < hi

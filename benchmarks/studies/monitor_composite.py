@@ -43,6 +43,12 @@ def crossings(x: np.ndarray, lo: float, hi: float, interval: list[float], bet: f
     return first_crossing(log_capital(y, m, planned=bet, halfwidth=width), level)
 
 
+def fixed_null(nul: np.ndarray, n: int | None, level: float) -> str:
+    """The two-sided t-test against 0 at ``n`` (the equal-power fixed comparator): its rejection rate on the
+    null studies' first ``n`` subjects (it is not valid over the region: the MLE's null mean is not 0)."""
+    return "-" if n is None else f"{(stats.ttest_1samp(nul[:, :n], 0.0, axis=1).pvalue < level).mean():.4f}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=2000)
@@ -96,7 +102,8 @@ def main() -> None:
           + ("-" if n_eq is None else f"{100 * (e_n / n_eq - 1):+.1f}% against it")
           + f"; the fixed one-sided t-test against the interval's upper end at n {n_top}: monitor "
           + ("-" if n_top is None else f"{100 * (e_n / n_top - 1):+.1f}% against it"), flush=True)
-    print(f"  {'null point':<28} {'to cap':>8} {'upper':>8} {'to 3xcap':>10} {'upper':>8} {'studies':>7}")
+    print(f"  {'null point':<28} {'to cap':>8} {'upper':>8} {'to 3xcap':>10} {'upper':>8} {'studies':>7} "
+          f"{'t-test@' + str(n_eq):>11}")
     points = grid(comp["region"], (2, 2)) if a.quick else grid(comp["region"], (4, 4), offset=True)
     for k, point in enumerate(points):
         pool = point_pool(spec, None, 1, nb * span, seed_of(a.seed, 2, k), point)
@@ -105,7 +112,8 @@ def main() -> None:
         r, r_se = rate_and_se((tn > 0) & (tn <= cap), nw)
         ra, ra_se = rate_and_se(tn > 0, nw)
         print(f"  alpha {point['alpha']:<6.3g} beta {point['beta']:<12.3g} {r:>8.4f} {upper_bound(r, r_se, reps):>8.4f}"
-              f" {ra:>10.4f} {upper_bound(ra, ra_se, reps):>8.4f} {reps:>7}", flush=True)
+              f" {ra:>10.4f} {upper_bound(ra, ra_se, reps):>8.4f} {reps:>7} {fixed_null(nul, n_eq, a.level):>11}",
+              flush=True)
 
 
 if __name__ == "__main__":

@@ -407,7 +407,7 @@ def _composite_test(eff: np.ndarray, lo: float, hi: float, composite: Mapping[st
             "nuisance_region": composite["region"], "composite": dict(composite),
             "method": f"betting e-process for the mean against the composite null interval [{a:+.4f}, {b:+.4f}]: "
                       f"{mix}",
-            "property": f"every observation lies in [{lo:g}, {hi:g}] from the null interval's center (the "
+            "property": f"every observation lies in [{lo + (a + b) / 2:g}, {hi + (a + b) / 2:g}] (the "
                         f"parameters' declared bounds) and, for an LLM without the effect anywhere in the "
                         f"declared nuisance region ({region}; {composite['null_model']} parameters), each "
                         f"subject's null mean lies in [{a:+.4f}, {b:+.4f}] (the null means at "

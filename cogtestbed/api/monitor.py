@@ -43,7 +43,7 @@ class MonitorPath:
 @public(paths=("plan",))
 def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None = None, level: float = 0.05,
             bet: float | None = None, halfwidth: float = 0.0, symmetry_scale: float | None = None,
-            cap: int | None = None, outside: str = "stop",
+            cap: int | None = None, outside: str = "stop", null_interval: tuple[float, float] | None = None,
             plan: str | os.PathLike[str] | None = None) -> MonitorPath:
     """Monitor per-subject values with the betting e-process and its confidence sequence, as a monitored run
     does (Waudby-Smith & Ramdas 2023; :mod:`cogtestbed.planning.kinds.monitor.eprocess`).
@@ -70,6 +70,9 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
         The most subjects: ``futility`` there without a rejection (None: no cap).
     outside : {"stop", "clip"}
         A value outside ``bounds``: refused (``stop``) or clipped to them (``clip``).
+    null_interval : (float, float), optional
+        The null is this interval ``[a, b]`` of means (a composite null, e.g. a per-subject MLE's null means
+        over a nuisance region), instead of ``0 ± halfwidth``.
     plan : path, optional
         A ``plan.json`` of ``cogtestbed plan --monitor`` (or its folder): its checked monitor's bounds, level,
         bet, null, scale, cap and ``outside``, instead of the arguments above.
@@ -109,8 +112,15 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
     else:
         if bounds is None:
             raise InputError("monitor(): bounds are required without a plan (the range every value lies in)")
+        center = 0.0
+        if null_interval is not None:
+            from cogtestbed.planning.kinds.monitor.monitor_composite import center_width
+
+            center, halfwidth = center_width(null_interval)
         design = checked_monitor(sealed({"bounds": list(bounds), "level": level, "planned_bet": bet,
                                          "halfwidth": halfwidth, "symmetry_scale": symmetry_scale,
+                                         "null_center": center,
+                                         "null_interval": None if null_interval is None else list(null_interval),
                                          "cap": cap if cap is not None else max(len(values), 1),
                                          "outside": outside}), "monitor()")
     observed = [math.nan if v is None else float(v) for v in values]

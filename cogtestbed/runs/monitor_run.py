@@ -94,7 +94,7 @@ def steps(design: Mapping[str, Any], observations: Sequence[float]) -> list[dict
 
     lo, hi = (float(b) for b in design["bounds"] or (-math.inf, math.inf))
     observations = [checked_observation(design, float(x), i) for i, x in enumerate(observations, 1)]
-    path = monitor_path(list(observations), lo, hi, 0.0, float(design["level"]),
+    path = monitor_path(list(observations), lo, hi, float(design.get("null_center") or 0.0), float(design["level"]),
                         planned=design.get("planned_bet"), halfwidth=float(design.get("halfwidth") or 0.0),
                         scale=design.get("symmetry_scale"))
     out = []

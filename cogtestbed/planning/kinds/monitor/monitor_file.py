@@ -60,15 +60,16 @@ def checked_monitor(design: Any, where: str) -> dict[str, Any]:
     scale = design.get("symmetry_scale")
     lo, hi = _checked_bounds(design, scale is not None, where)
     width = _finite({"halfwidth": design.get("halfwidth") or 0.0}, "halfwidth", where)
-    if not (width >= 0.0 and lo < -width and width < hi):
-        raise InputError(f"{where}: the null interval 0 ± {width:g} must lie strictly inside the bounds "
+    c = _checked_center(design, width, where)
+    if not (width >= 0.0 and lo < c - width and c + width < hi):
+        raise InputError(f"{where}: the null interval {c:g} ± {width:g} must lie strictly inside the bounds "
                          f"[{lo:g}, {hi:g}] (halfwidth >= 0)")
     if scale is not None:
         _finite(design, "symmetry_scale", where)
         if not scale > 0:
             raise InputError(f"{where}.symmetry_scale must be positive, got {scale:g}")
     if design.get("planned_bet") is not None:
-        _check_bet(_finite(design, "planned_bet", where), lo, hi, width, scale is not None, where)
+        _check_bet(_finite(design, "planned_bet", where), lo - c, hi - c, width, scale is not None, where)
     if design.get("futility") is not None:
         low = _finite(design, "futility", where)
         if not 0.0 < low < 1.0:
@@ -79,6 +80,22 @@ def checked_monitor(design: Any, where: str) -> dict[str, Any]:
     if design.get("outside", "stop") not in OUTSIDE:
         raise InputError(f"{where}.outside must be one of {', '.join(OUTSIDE)}, got {design.get('outside')!r}")
     return dict(design)
+
+
+def _checked_center(design: Mapping[str, Any], width: float, where: str) -> float:
+    """The null interval's center (0 unless the design says), equal to the stored ``null_interval``'s where
+    the design has one (a composite null over a nuisance region)."""
+    c = _finite({"null_center": design.get("null_center") or 0.0}, "null_center", where)
+    interval = design.get("null_interval")
+    if interval is None:
+        return c
+    if not isinstance(interval, (list, tuple)) or len(interval) != 2:
+        raise InputError(f"{where}.null_interval must be two numbers [lo, hi], got {interval!r}")
+    a, b = (_finite({"null_interval": v}, "null_interval", where) for v in interval)
+    if not (math.isclose(c, (a + b) / 2, abs_tol=1e-12) and math.isclose(width, (b - a) / 2, abs_tol=1e-12)):
+        raise InputError(f"{where}: null_center {c:g} ± halfwidth {width:g} is not the null_interval "
+                         f"[{a:g}, {b:g}]")
+    return c
 
 
 def _check_sealed(design: Any, where: str) -> None:
@@ -110,7 +127,8 @@ def _checked_bounds(design: Mapping[str, Any], symmetric: bool, where: str) -> t
 
 def _check_bet(bet: float, lo: float, hi: float, width: float, symmetric: bool, where: str) -> None:
     """A constant bet λ keeps each factor ``1 + λ (y − m)`` positive for every ``y`` in [0, 1] only if
-    ``λ < 1/m`` (λ > 0, against the null interval's upper end ``m``) or ``−λ < 1/(1 − m)`` (λ < 0, its lower)."""
+    ``λ < 1/m`` (λ > 0, against the null interval's upper end ``m``) or ``−λ < 1/(1 − m)`` (λ < 0, its lower);
+    ``lo``, ``hi``: the bounds less the null interval's center."""
     down, up = (0.5, 0.5) if symmetric else ((-width - lo) / (hi - lo), (width - lo) / (hi - lo))
     top = 1.0 / up if bet > 0 else 1.0 / (1.0 - down)
     if not abs(bet) < top:

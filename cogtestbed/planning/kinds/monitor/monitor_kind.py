@@ -145,6 +145,13 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
     ``spec``: the fixed plan's study, a model effect or a metric difference between two settings
     (:func:`~cogtestbed.planning.kinds.monitor.monitor_pools.draw_pools`).  The rule is chosen on the choosing pools,
     every printed figure measured on fresh measuring pools (:mod:`~cogtestbed.planning.kinds.monitor.monitor_pools`)."""
+    from cogtestbed.planning.kinds.monitor.monitor_composite import (
+        GRID_POINTS,
+        SUBJECTS_PER_POINT,
+        composite_null,
+        has_region,
+    )
+
     metric = getattr(spec, "metric", None) is not None
     n_fix = int(chosen["runs"] if metric else chosen["subjects"])
     trials, runs = chosen.get("trials"), 1 if metric else int(chosen.get("runs") or 1)
@@ -157,7 +164,13 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
             f"after every unit up to {length}")
     choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, CHOOSE_ROLE)
     measure = draw_pools(spec, trials, runs, pool_n, seed, REPORT_ROLE)
-    out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential)
+    composite = None
+    if not metric and spec.groups == 1 and has_region(spec):
+        if say is not None:
+            say("monitor: the null mean of the per-subject statistic over the declared nuisance region "
+                f"({GRID_POINTS[0] * GRID_POINTS[1]} points, {SUBJECTS_PER_POINT} simulated subjects each)")
+        composite = composite_null(spec, trials, runs, seed)
+    out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential, composite)
     per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
     out.update({"trials": trials, "runs": runs, "dollars_per_unit": per_unit,
                 **{f"dollars_{k}": None if per_unit is None else per_unit * out[f"expected_{k}"]
@@ -167,10 +180,14 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
 
 
 def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, length: int, power: float, sims: int,
-                     seed: int, group_sequential: bool = True) -> dict[str, Any]:
+                     seed: int, group_sequential: bool = True,
+                     composite: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The monitor (and the group-sequential design) at ``n_fix`` units of the fixed design: the test and its
     cap chosen on ``choose``'s studies, every operating characteristic measured on ``measure``'s (pools of
-    disjoint seed streams: refused otherwise)."""
+    disjoint seed streams: refused otherwise).  ``composite``: a one-LLM mean test's null interval over the
+    declared nuisance region (:func:`~cogtestbed.planning.kinds.monitor.monitor_composite.composite_null`)
+    instead of the bias simulated at the plan's population."""
+    from cogtestbed.planning.kinds.monitor.monitor_composite import center_width
     from cogtestbed.planning.kinds.monitor.monitor_gs import fixed_measured
     from cogtestbed.planning.kinds.monitor.monitor_gs import group_sequential as gs_design
     from cogtestbed.planning.kinds.sequential.seqplan import direction
@@ -190,11 +207,14 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     c_nul, _ = null_studies(choose.null, sims, length, rng, batches=1, mirror=groups == 2)
     eff, eff_which = studies(measure.effect, sims, length, rng)
     nul, nul_which = null_studies(measure.null, sims, length, rng, mirror=groups == 2)
-    test = choose_test(choose.effect, choose.null, lo, hi, groups)
+    c = 0.0 if composite is None else center_width(composite["interval"])[0]  # the null interval's center
+    test = choose_test(choose.effect - c, choose.null - c, lo - c, hi - c, groups,
+                       None if composite is None else composite)
     rule = (test["planned_bet"], test["halfwidth"], test["symmetry_scale"])
-    futility, picked = choose_futility(c_eff, c_nul, lo, hi, spec.level, power, rule)
-    ops = {**operate(eff, eff_which, nul, nul_which, lo, hi, spec.level, power, *rule, cap=picked["cap"],
-                     futility=futility), "reached": picked["reached"], "futility": futility}
+    futility, picked = choose_futility(c_eff - c, c_nul - c, lo - c, hi - c, spec.level, power, rule)
+    ops = {**operate(eff - c, eff_which, nul - c, nul_which, lo - c, hi - c, spec.level, power, *rule,
+                     cap=picked["cap"], futility=futility), "reached": picked["reached"], "futility": futility,
+           "null_center": c}
     paths = ops.pop("paths")
     both = np.concatenate([choose.effect, choose.null, measure.effect, measure.null])
     finite = both[np.isfinite(both)]
@@ -312,7 +332,8 @@ SCALE_QUANTILES = (0.3, 0.5, 0.7, 0.85, 0.95)
 BIAS_Z = 1.96
 
 
-def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float, groups: int) -> dict[str, Any]:
+def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float, groups: int,
+                composite: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The test the plan fixes before any data, from its simulation (``eff_pool``, ``nul_pool``: the statistic
     under the effect and the null):
 
@@ -324,7 +345,9 @@ def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float
     * **one LLM**: the mean test on ``[lo, hi]`` against the null interval ``0 ± δ``, ``δ`` the per-subject
       MLE's bias under the null as simulated (``|mean| + 1.96 SE`` of ``nul_pool``): the estimator is not
       unbiased at a finite design, and a Kelly-sized bet against exactly 0 would turn that bias into false
-      rejections (the premise "conditional mean 0 under H0" would not hold).
+      rejections (the premise "conditional mean 0 under H0" would not hold).  With ``composite`` (the null
+      interval over the declared nuisance region, the pools already shifted by its center) the null interval
+      is ``0 ± its half-width`` instead: valid for every LLM of the region, not only the plan's population.
 
     Each with the exact Kelly bet on the simulated effect (:func:`~cogtestbed.planning.kinds.monitor.eprocess.
     kelly_bet`) mixed with the hedged aGRAPA process."""
@@ -352,6 +375,8 @@ def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float
                             f"about 0 and clip(D/s, -1, 1) has conditional mean 0 exactly (no bounds needed); "
                             f"simulated null: its mean {g.mean():+.4f} ± {g.std(ddof=1) / math.sqrt(g.size):.4f}, "
                             f"mean of D {mean:+.4f} ± {se:.4f}"}
+    if composite is not None:
+        return _composite_test(eff, lo, hi, composite, mix)
     width = abs(mean) + BIAS_Z * se
     y, m, w = tested_scale(eff, lo, hi, width)
     bet = kelly_bet(y, m, w)
@@ -362,6 +387,33 @@ def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float
             "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds) and under "
                         f"the null its mean lies in 0 ± {width:.4f} (the per-subject MLE's simulated null mean "
                         f"{mean:+.4f} ± {se:.4f}, widened by {BIAS_Z} SE)"}
+
+
+def _composite_test(eff: np.ndarray, lo: float, hi: float, composite: Mapping[str, Any], mix: str) -> dict[str, Any]:
+    """The one-LLM mean test against the composite null interval (``eff``, ``lo``, ``hi`` shifted by its
+    center): the Kelly bet faces the interval's end in the effect's direction."""
+    from cogtestbed.planning.kinds.monitor.eprocess import kelly_bet, tested_scale
+    from cogtestbed.planning.kinds.monitor.monitor_composite import center_width
+
+    a, b = composite["interval"]
+    width = center_width(composite["interval"])[1]
+    y, m, w = tested_scale(eff, lo, hi, width)
+    bet = kelly_bet(y, m, w)
+    faced = m + w if bet >= 0 else m - w
+    region = ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in composite["region"].items())
+    means = [p["mean"] for p in composite["points"]]
+    return {"test": "mean", "symmetry_scale": None, "halfwidth": width, "planned_bet": bet,
+            "growth": float(np.mean(np.log1p(bet * (y - faced)))), "null_interval": [a, b],
+            "nuisance_region": composite["region"], "composite": dict(composite),
+            "method": f"betting e-process for the mean against the composite null interval [{a:+.4f}, {b:+.4f}]: "
+                      f"{mix}",
+            "property": f"every observation lies in [{lo + (a + b) / 2:g}, {hi + (a + b) / 2:g}] (the "
+                        f"parameters' declared bounds) and, for an LLM without the effect anywhere in the "
+                        f"declared nuisance region ({region}; {composite['null_model']} parameters), each "
+                        f"subject's null mean lies in [{a:+.4f}, {b:+.4f}] (the null means at "
+                        f"{len(means)} grid points ran {min(means):+.4f} to {max(means):+.4f}, widened by "
+                        f"{composite['margin_se']:g} MC SE for MC and grid interpolation error); subjects "
+                        "at different points of the region are covered"}
 
 
 def _null(spec: Any, model: Any) -> float:
@@ -406,6 +458,8 @@ def run_settings(run: Mapping[str, Any], mon: Mapping[str, Any], spec: Any,
     per = None if calls is None else math.ceil(int(calls) / max(int(run["subjects"]), 1))
     rule = {"bounds": None if mon.get("bounds") is None else list(mon["bounds"]), "level": mon["level"], "cap": cap,
             "planned_bet": mon["planned_bet"], "halfwidth": mon.get("halfwidth", 0.0),
+            **({"null_center": mon.get("null_center", 0.0), "null_interval": list(mon["null_interval"]),
+                "nuisance_region": mon["nuisance_region"]} if mon.get("null_interval") is not None else {}),
             "symmetry_scale": mon.get("symmetry_scale"), "outside": "stop", "futility": mon.get("futility")}
     if getattr(spec, "metric", None) is not None:  # a metric difference: the units are pairs of sessions
         design = {"experiment": spec.experiment, "metric": spec.metric,
@@ -458,6 +512,11 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 + (f", at K_t <= {fut:g} (futility, chosen on the choosing pools)" if fut else "")
                 + f" or at the cap {mon['cap']} "
                 f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
+    if mon.get("null_interval") is not None:
+        region = ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in mon["nuisance_region"].items())
+        rows.append(f"  null: every LLM without the effect in the nuisance region {region}: the statistic's null "
+                    f"mean within [{mon['null_interval'][0]:+.4f}, {mon['null_interval'][1]:+.4f}] (measured at "
+                    f"{len(mon['composite']['points'])} points, widened by {mon['composite']['margin_se']:g} MC SE)")
     rows += _equal_power_lines(mon, units)
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "

@@ -100,7 +100,6 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
     >>> [round(x, 2) for x in path.interval]
     [0.1, 1.0]
     """
-    from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor, sealed
     from cogtestbed.runs.monitor_run import steps as monitor_steps
 
     if plan is not None:
@@ -110,19 +109,8 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
         if design is None:
             raise InputError(f"monitor(): plan {plan} has no monitor to run (write one with a monitor plan)")
     else:
-        if bounds is None:
-            raise InputError("monitor(): bounds are required without a plan (the range every value lies in)")
-        center = 0.0
-        if null_interval is not None:
-            from cogtestbed.planning.kinds.monitor.monitor_composite import center_width
-
-            center, halfwidth = center_width(null_interval)
-        design = checked_monitor(sealed({"bounds": list(bounds), "level": level, "planned_bet": bet,
-                                         "halfwidth": halfwidth, "symmetry_scale": symmetry_scale,
-                                         "null_center": center,
-                                         "null_interval": None if null_interval is None else list(null_interval),
-                                         "cap": cap if cap is not None else max(len(values), 1),
-                                         "outside": outside}), "monitor()")
+        design = _given_design(len(values), bounds, level, bet, halfwidth, symmetry_scale, cap, outside,
+                               null_interval)
     observed = [math.nan if v is None else float(v) for v in values]
     rows = monitor_steps(design, observed) if observed else []
     if cap is None and plan is None:  # no cap: only a rejection stops
@@ -133,3 +121,22 @@ def monitor(values: Sequence[float | None], bounds: tuple[float, float] | None =
     last = rows[-1] if rows else None
     interval = None if last is None or last["lower"] is None else (last["lower"], last["upper"])
     return MonitorPath(rows, stop, "continue" if stop is None else rows[-1]["decision"], interval)
+
+
+def _given_design(n: int, bounds: tuple[float, float] | None, level: float, bet: float | None, halfwidth: float,
+                  symmetry_scale: float | None, cap: int | None, outside: str,
+                  null_interval: tuple[float, float] | None) -> dict[str, Any]:
+    """:func:`monitor`'s design from its arguments (no plan), sealed and checked as a plan's is."""
+    from cogtestbed.planning.kinds.monitor.monitor_file import checked_monitor, sealed
+
+    if bounds is None:
+        raise InputError("monitor(): bounds are required without a plan (the range every value lies in)")
+    center = 0.0
+    if null_interval is not None:
+        from cogtestbed.planning.kinds.monitor.monitor_composite import center_width
+
+        center, halfwidth = center_width(null_interval)
+    return checked_monitor(sealed({"bounds": list(bounds), "level": level, "planned_bet": bet,
+                                   "halfwidth": halfwidth, "symmetry_scale": symmetry_scale, "null_center": center,
+                                   "null_interval": None if null_interval is None else list(null_interval),
+                                   "cap": cap if cap is not None else max(n, 1), "outside": outside}), "monitor()")

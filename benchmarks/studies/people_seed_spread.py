@@ -16,25 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))  # the study scripts beside this one, also when a test loads it
+from claims_audit import sibling  # noqa: E402  (the one loader of a sibling study script)
+
 POPULATION = "human:spektor2024-all"
-
-
-def sibling(name: str) -> Any:
-    """The study script ``NAME.py`` beside this one, as a module (run as a script or loaded by a test)."""
-    import importlib.util
-    import sys
-
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
 
 
 def recommended_power(payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -64,7 +64,27 @@ NULL_SHARE = 0.01
 
 @dataclass(frozen=True)
 class DesignInformation:
-    """The result of :func:`identifiability` (see the module docstring for every column)."""
+    """The result of :func:`identifiability` (see the module docstring for every column).
+
+    Attributes
+    ----------
+    experiment, model : str
+        The design's experiment and the model judged.
+    sessions, trials_per_session : int
+        The design's size.
+    table : pandas.DataFrame
+        Per parameter: identified or not.
+    rank : int
+        The Fisher information's rank.
+    condition_number : float
+        Its condition number.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> [f for f in ("rank", "condition_number", "table") if f in ct.DesignInformation.__dataclass_fields__]
+    ['rank', 'condition_number', 'table']
+    """
 
     experiment: str
     model: str

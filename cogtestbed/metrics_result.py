@@ -49,7 +49,27 @@ class MetricsReport(MetricsResult, total=False):
     ``source``: ``trials`` or the importer that read the file; ``path``: the file (a table given
     as a DataFrame has none); ``options``: the metrics options used (where any was given);
     ``prompt_forms``: each prompt form's metrics and the between-form SDs (a table with a ``form``
-    column)."""
+    column).
+
+    Attributes
+    ----------
+    metrics : dict
+        Each metric over the table.
+    per_run, per_subject : list of dict
+        The metrics of each run or subject.
+    n_invalid : int
+        Invalid answers left out.
+    flags : list of str
+        What the metrics flag.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> report = ct.metrics("instrumental-learning", trials)
+    >>> report["experiment"], report["source"]
+    ('instrumental-learning', 'table')
+    """
 
     experiment: str
     source: str

@@ -491,20 +491,46 @@ def keyword(name: str, default: Any = None, annotation: Any = Any) -> inspect.Pa
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-def options_doc(cls: type[Any], only: Sequence[str] | None = None, required: Sequence[str] = ()) -> str:
-    """The docstring's list of the options of ``cls`` (``only``: those named), one line each, by sub-object."""
+#: numpydoc's section headers that follow ``Parameters`` (the options' entries go before the first of them).
+_AFTER_PARAMETERS = ("Returns", "Yields", "Receives", "Other Parameters", "Raises", "Warns", "Warnings", "See Also",
+                     "Notes", "References", "Examples")
+
+
+def _section_at(lines: list[str], names: Sequence[str]) -> int | None:
+    """The index of the first numpydoc section header among ``names`` (a name over a line of dashes)."""
+    for i, line in enumerate(lines[:-1]):
+        if line.strip() in names and set(lines[i + 1].strip()) == {"-"}:
+            return i
+    return None
+
+
+def options_doc(cls: type[Any], only: Sequence[str] | None = None, required: Sequence[str] = (),
+                doc: str = "") -> str:
+    """``doc`` (a numpydoc docstring) with the options of ``cls`` (``only``: those named) as entries of its
+    ``Parameters`` section, one each (``name : default X`` and its help), after the entries ``doc``
+    documents itself and skipping those it names; a section is added where ``doc`` has none."""
     taken = api_leaves(cls, only)
-    flags = "each also a command-line flag; " if all(leaf.opt.cli for leaf in taken) else ""
-    lines = ["", f"Options ({flags}declared once in :class:`{cls.__module__}.{cls.__name__}`):", ""]
-    panel: str | None = ""
+    lines = inspect.cleandoc(doc).splitlines() if doc.strip() else []
+    head = _section_at(lines, ("Parameters",))
+    documented = {line.split(" : ")[0].strip() for line in lines if " : " in line and not line.startswith(" ")}
+    entries: list[str] = []
     for leaf in taken:
-        if leaf.panel != panel:
-            panel = leaf.panel
-            lines += ["", f"*{panel}*", ""] if panel else []
+        if leaf.name in documented:
+            continue
         default = _default_of(leaf, required)
         said = "required" if default is inspect.Parameter.empty else f"default {default!r}"
-        lines.append(f"- ``{leaf.name}`` ({said}): {' '.join(leaf.opt.help.split())}")
-    return "\n".join(lines)
+        entries += [f"{leaf.name} : {said}", f"    {' '.join(leaf.opt.help.split())}"]
+    if head is None:
+        at = _section_at(lines, _AFTER_PARAMETERS)
+        at = len(lines) if at is None else at
+        block = ["", "Parameters", "----------", *entries, ""]
+    else:
+        after = _section_at(lines[head + 2:], _AFTER_PARAMETERS)
+        at = len(lines) if after is None else head + 2 + after
+        while at > head + 2 and not lines[at - 1].strip():
+            at -= 1
+        block = entries
+    return "\n".join([*lines[:at], *block, *lines[at:]]).rstrip() + "\n"
 
 
 def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = (), only: Sequence[str] | None = None,
@@ -529,7 +555,7 @@ def derive_api(cls: type[Any], *, after: Sequence[inspect.Parameter] = (), only:
         annotations.update({p.name: p.annotation for p in signature.parameters.values()
                             if p.name not in annotations and p.annotation is not inspect.Parameter.empty})
         func.__annotations__ = annotations
-        func.__doc__ = (func.__doc__ or "").rstrip() + "\n" + options_doc(cls, only, required)
+        func.__doc__ = options_doc(cls, only, required, func.__doc__ or "")
         return func
 
     return decorate

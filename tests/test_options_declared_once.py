@@ -215,7 +215,7 @@ def test_ct_plan_takes_every_keyword_it_took_before() -> None:
     assert before <= {leaf.name for leaf in api_leaves(PlanRequest)}
     assert build(PlanRequest, {"experiment": "x"}).target.power == 0.8
     assert build(PlanRequest, {"experiment": "x"}).sequential.spending == "obrien-fleming"
-    assert "Options" in (ct.plan.__doc__ or "") and "``binding_futility``" in (ct.plan.__doc__ or "")
+    assert "Parameters\n----------" in (ct.plan.__doc__ or "") and "\nbinding_futility : " in (ct.plan.__doc__ or "")
     with pytest.raises(ct.InputError, match="unexpected keyword|got an unexpected"):
         ct.plan("instrumental-learning", no_such_option=1)
 

@@ -37,7 +37,19 @@ if TYPE_CHECKING:
 @public()
 def experiments() -> list[str]:
     """Every registered experiment's name: the package's own, then those other installed
-    distributions declare through the ``cogtestbed.experiments`` entry-point group."""
+    distributions declare through the ``cogtestbed.experiments`` entry-point group.
+
+    Returns
+    -------
+    list of str
+        The names, the package's own first (alphabetical), then the plug-ins'.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> "instrumental-learning" in ct.experiments()
+    True
+    """
     from cogtestbed.registry import experiment_names
 
     return experiment_names()
@@ -47,7 +59,25 @@ def experiments() -> list[str]:
 def get_experiment(experiment: str | ExperimentSpec) -> ExperimentSpec:
     """The experiment's spec: a registered name looked up (an unknown one raises
     :class:`~cogtestbed.experiments.spec.UnknownNameError` listing the valid names), a spec object
-    registered in this process under its name and returned as it is."""
+    registered in this process under its name and returned as it is.
+
+    Parameters
+    ----------
+    experiment : str or ExperimentSpec
+        A registered name (``ct.experiments()``) or a spec object.
+
+    Returns
+    -------
+    ExperimentSpec
+        The experiment's declaration: its environment, agents, models, metrics and design.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> spec = ct.get_experiment("instrumental-learning")
+    >>> spec.name, "rw-pm" in spec.models
+    ('instrumental-learning', True)
+    """
     from cogtestbed.experiments.spec import ExperimentSpec
     from cogtestbed.registry import get_experiment as lookup
     from cogtestbed.registry import register
@@ -123,6 +153,20 @@ def simulate(experiment: str | ExperimentSpec, agent: str, **options: Any) -> pd
     Python, compiling nothing; else the batch path: :func:`cogtestbed.simulation.resolve_method`),
     ``"batch"``, ``"interpreted"`` or ``"step"``; the table is the same, and the manifest records the path
     taken.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The trial table: one row per trial, the agent's true parameters as ``param_*`` columns.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> len(trials), trials["subject"].nunique()
+    (192, 2)
+    >>> sorted(c for c in trials.columns if c.startswith("param_"))
+    ['param_alpha_neg', 'param_alpha_pos', 'param_beta']
     """
     table, _ = _simulate_request(experiment, agent, options, keep=True)
     return cast("pd.DataFrame", table)  # kept: a table either way
@@ -134,7 +178,19 @@ def simulate_file(experiment: str | ExperimentSpec, agent: str, **options: Any) 
     """:func:`simulate` writing its table to ``output`` a chunk of subjects at a time, none of it kept:
     memory stays that of a chunk (:func:`cogtestbed.simulation.simulate_chunks`) at any subject count, and
     the file is the one :func:`simulate` writes.  Returns the trials written (``cogtestbed
-    simulate``)."""
+    simulate``).
+
+    Returns
+    -------
+    int
+        The number of trials written to ``output`` (a Parquet file with its manifest beside it).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> ct.simulate_file("instrumental-learning", "rw-pm", subjects=2, seed=1, output="trials.parquet")
+    192
+    """
     return _simulate_request(experiment, agent, options, keep=False)[1]
 
 
@@ -377,7 +433,22 @@ def metrics(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame
     the command line, a dash in a name read as an underscore).  ``sessions``: ``split`` numbers a
     second judgement of a condition within one run of a file without trial key (CogBench
     probabilistic reasoning) as that run's next session; the default (None, ``refuse``) refuses
-    such a file in one line (:func:`cogtestbed.data.rows.number_sessions`)."""
+    such a file in one line (:func:`cogtestbed.data.rows.number_sessions`).
+
+    Returns
+    -------
+    MetricsReport
+        A ``dict``: ``metrics`` (the experiment's metrics over the table), ``per_run``/``per_subject``,
+        ``n_invalid``, ``flags`` and what was read.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> report = ct.metrics("instrumental-learning", trials)
+    >>> report["metrics"]["n_runs"], round(report["metrics"]["performance"], 3)
+    (2, 0.604)
+    """
     req = build(MetricsRequest, options)
     source, sessions = req.source, req.sessions
     exp = get_experiment(experiment_for(experiment, table_or_path))
@@ -472,6 +543,21 @@ def fit(experiment: str | ExperimentSpec | None, table_or_path: pd.DataFrame | s
     on ``form_effects`` (parameter names, or ``"P1,P2"`` as ``--form-effects``; default: every
     parameter); the fit's ``.form_sd`` holds each between-form SD's posterior (mean, median,
     interval, R-hat, ESS).  Pooled runs are pooled within a form.
+
+    Returns
+    -------
+    pandas.DataFrame or BayesFit
+        ``method="mle"``: one row per unit; ``method="hierarchical"``: a :class:`BayesFit`.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> mle = ct.fit("instrumental-learning", trials, model="rw-pm")
+    >>> list(mle["subject"]), list(mle["unit"])
+    ([0, 1], ['subject', 'subject'])
+    >>> bool(mle["alpha_pos"].between(0, 1).all()), bool(mle["nll"].gt(0).all())
+    (True, True)
     """
     req = build(FitTableRequest, options)
     terms, data, sampling = req.terms, req.units, req.sampling
@@ -579,7 +665,20 @@ def check(spec_or_name: str | ExperimentSpec, **options: Any) -> ConformanceRepo
     spec object defined anywhere (its schema and environment come from the spec).  ``data_dir``:
     the published data of the importer check (default ``$COGTESTBED_DATA_DIR``).  Returns the
     report (``.passed``, ``.results``, ``.failures``, ``.table()``); a failing check does not
-    raise (``report.raise_for_failures()`` does)."""
+    raise (``report.raise_for_failures()`` does).
+
+    Returns
+    -------
+    ConformanceReport
+        One :class:`CheckResult` per check: ``.passed``, ``.failures``, ``.table()``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> report = ct.check("instrumental-learning", checks=["spec_declaration"])
+    >>> report.passed, [r.status for r in report.results]
+    (True, ['passed'])
+    """
     from cogtestbed.conformance.config import DATA_DIR_ENV
     from cogtestbed.conformance.suite import check_experiment
 

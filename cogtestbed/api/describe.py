@@ -17,7 +17,25 @@ def describe(experiment: str | ExperimentSpec | None = None) -> dict[str, Any]:
     experiment ``{"experiments": [{"name", "description"}, ...]}`` (every registered one); with one,
     its agents and models (parameters with bounds, defaults and transforms), design fields with
     defaults, metrics (headline keys, options), importers, prompt forms, declared studies, pooling
-    unit and trials field (:func:`describe_experiment`)."""
+    unit and trials field (:func:`describe_experiment`).
+
+    Parameters
+    ----------
+    experiment : str or ExperimentSpec, optional
+        One experiment (None: every registered experiment, briefly).
+
+    Returns
+    -------
+    dict
+        What ``cogtestbed list [EXPERIMENT] --json`` prints.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> info = ct.describe("instrumental-learning")
+    >>> info["name"], info["pooling_unit"], info["trials_field"]
+    ('instrumental-learning', 'subject', 'visits_per_casino')
+    """
     from cogtestbed.api.core import experiments, get_experiment
 
     if experiment is None:

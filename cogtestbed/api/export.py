@@ -39,7 +39,21 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any)
     checked before anything is written (a table that would not read back is refused in one line,
     :class:`~cogtestbed.errors.DataError`).  ``output`` ends in ``.jsonl`` or ``.zip`` (None: only
     the records are returned); ``force`` overwrites it.  Rows are written in canonical order, so
-    the file does not depend on the table's row order."""
+    the file does not depend on the table's row order.
+
+    Returns
+    -------
+    list of dict
+        The Psych-201 records written (one per subject), checked to read back as the same table.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> records = ct.export(trials, experiment="instrumental-learning", output="psych201.jsonl")
+    >>> len(records), records[0]["text"].startswith("You take part")
+    (2, True)
+    """
     from cogtestbed.api.core import experiment_for, get_experiment, read_table
     from cogtestbed.data.psych201 import decode_export, export_records, record_of
     from cogtestbed.outputs import check_output_file, claim_file

@@ -10,7 +10,20 @@ from pathlib import Path
 
 @dataclass
 class Figures:
-    """PNG plots written by a study or a plan; shown inline in a notebook (``_repr_html_``)."""
+    """PNG plots written by a study or a plan; shown inline in a notebook (``_repr_html_``).
+
+    Attributes
+    ----------
+    paths : list of pathlib.Path
+        The figure files written.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> from pathlib import Path
+    >>> ct.Figures([Path("a.png")]).paths
+    [PosixPath('a.png')]
+    """
 
     paths: list[Path]
 

@@ -50,6 +50,20 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
     (sampling started, diagnostics); ``sessions`` as
     :func:`cogtestbed.metrics`'s (``split``: a run of a file without trial key that judges a
     condition again holds another session; default: such a file is refused).
+
+    Returns
+    -------
+    dict
+        The summary written as ``summary.json`` beside the fit's files in ``output``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> ct.simulate_file("instrumental-learning", "rw-pm", subjects=2, seed=1, output="trials.parquet")
+    192
+    >>> summary = ct.fit_and_save("instrumental-learning", "trials.parquet", "rw-pm", output="fit")
+    >>> summary["model"], summary["method"]
+    ('rw-pm', 'mle')
     """
     from cogtestbed.api.core import fit_model, fit_table, get_experiment, with_units
     from cogtestbed.inference.base import invalid_rate, mle_summary

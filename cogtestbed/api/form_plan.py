@@ -21,7 +21,21 @@ def plan_forms(experiment: str, **options: Any) -> dict[str, Any]:
     ``pilot`` run; with ``llm`` each design is priced by the first LLM's session and the cheapest
     chosen (a reasoning model priced as :func:`cogtestbed.plan` prices it).  The same as
     ``cogtestbed.plan(experiment, forms=..., ...)`` (its ``forms`` kind); returns the plan's payload
-    (``scales``, ``designs``, ``chosen``, ``request``; what ``plan --forms --json`` prints)."""
+    (``scales``, ``designs``, ``chosen``, ``request``; what ``plan --forms --json`` prints).
+
+    Returns
+    -------
+    Plan
+        The forms plan: how many prompt forms and subjects measure the form SD, priced.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> ct.plan_forms("instrumental-learning", model="nope")
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.InputError: ...
+    """
     from cogtestbed.api.plan import plan
 
     return plan(experiment, **options).payload

@@ -62,7 +62,27 @@ def run_monitored_pair(requests: Sequence[Any], output: Path, design: dict[str, 
 class LookReplay:
     """Every recorded look of a sequential run, recomputed from its saved trial table(s): ``looks``
     (each recomputed look with the recorded values beside it, ``reproduced`` and ``differs``),
-    ``reproduced`` (all of them), ``axis`` (what a look's size counts)."""
+    ``reproduced`` (all of them), ``axis`` (what a look's size counts).
+
+    Attributes
+    ----------
+    run_dir : pathlib.Path
+        The run folder replayed.
+    looks : list of dict
+        Every recorded look, recomputed.
+    reproduced : bool
+        Whether every look's decision is the recorded one.
+    axis : str
+        What a look counts (subjects or trials).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> from pathlib import Path
+    >>> replay = ct.LookReplay(Path("run"), [], True, "subjects")
+    >>> replay.reproduced, replay.looks
+    (True, [])
+    """
 
     run_dir: Path
     looks: list[dict[str, Any]]
@@ -78,7 +98,26 @@ class LookReplay:
 def looks(run_dir: str | os.PathLike[str]) -> LookReplay:
     """Reproduce every recorded look of a sequential ``run --plan`` in ``run_dir`` from its saved
     trial table(s) (``cogtestbed looks``; the command exits 1 where one is not reproduced;
-    :func:`cogtestbed.runs.looks.replay_looks`)."""
+    :func:`cogtestbed.runs.looks.replay_looks`).
+
+    Parameters
+    ----------
+    run_dir : path
+        The folder of a sequential or monitored ``ct.run`` (its ``looks.jsonl``).
+
+    Returns
+    -------
+    LookReplay
+        Every recorded look recomputed: ``.looks``, ``.reproduced``, ``.to_dict()``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> ct.looks("no-such-run")
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.DataError: ...
+    """
     from cogtestbed.runs.looks import replay_looks
     from cogtestbed.runs.monitor_run import MONITOR_DESIGN, replay_monitor
 

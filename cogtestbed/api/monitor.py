@@ -21,7 +21,26 @@ class MonitorPath:
     """Every step of a monitor: ``steps`` (one dict a subject: ``subject``, ``observation``, ``e_value``,
     ``lower``, ``upper``, ``estimate``, ``decision``), where it ``stop``-ped (the 1-based subject of the first
     ``efficacy`` or ``futility`` decision; None: it would go on) and why (``decision``), and the last confidence
-    sequence ``interval`` (None where empty)."""
+    sequence ``interval`` (None where empty).
+
+    Attributes
+    ----------
+    steps : list of dict
+        Every step's e-value, confidence sequence, estimate and decision.
+    stop : int, optional
+        The step that stopped (None: none).
+    decision : str
+        ``efficacy``, ``futility`` or ``continue``.
+    interval : (float, float), optional
+        The last confidence interval.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> path = ct.monitor([0.6, 0.5, 0.7, 0.6, 0.55, 0.65, 0.6, 0.7], bounds=(-0.2, 1.0))
+    >>> path.decision, len(path.steps)
+    ('efficacy', 7)
+    """
 
     steps: list[dict[str, Any]]
     stop: int | None

@@ -22,7 +22,28 @@ if TYPE_CHECKING:
 class Phenotype:
     """The profile: ``table`` (one row per agent and metric: raw value, the random and human
     references, the ``signed`` and ``absolute`` normalised values), the ``flags`` (metrics whose
-    normalisation says nothing), the ``normalisation`` shown and the ``files`` written."""
+    normalisation says nothing), the ``normalisation`` shown and the ``files`` written.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per agent and metric: raw, references, normalised.
+    normalisation : str
+        The normalisation shown.
+    flags : list of str
+        Metrics whose normalisation says nothing.
+    files : list of pathlib.Path
+        The files written.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> ct.simulate_file("instrumental-learning", "rw-pm", subjects=2, seed=1, output="trials.parquet")
+    192
+    >>> profile = ct.phenotype(["trials.parquet"])
+    >>> profile.normalisation, profile.to_dict()["agents"]
+    ('signed', ['rw-pm'])
+    """
 
     table: pd.DataFrame
     normalisation: str
@@ -46,7 +67,22 @@ def phenotype(paths: Sequence[str | os.PathLike[str]], **options: Any) -> Phenot
     ``sessions``: ``split`` numbers a second judgement of a condition within one run of a
     CogBench file without trial key (probabilistic reasoning: claude-1.csv and claude-2.csv hold
     such runs) as that run's next session; the default refuses such a file in one line.  It
-    applies to those files only (the others' rows have a trial key)."""
+    applies to those files only (the others' rows have a trial key).
+
+    Returns
+    -------
+    Phenotype
+        ``.table`` (one row per agent and metric, raw and normalised), ``.flags``, ``.files``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> ct.simulate_file("instrumental-learning", "rw-pm", subjects=2, seed=1, output="trials.parquet")
+    192
+    >>> profile = ct.phenotype(["trials.parquet"])
+    >>> sorted(set(profile.table["agent"]))
+    ['rw-pm']
+    """
     from cogtestbed.outputs import output_dir
 
     req = build(PhenotypeRequest, {**options, "paths": paths})

@@ -50,7 +50,26 @@ Say = Callable[[str], None] | None
 class Plan:
     """A study plan: ``kind`` names the registered plan kind that made it
     (:mod:`~cogtestbed.planning.plan_kinds`: ``power``, ``sequential``, ``hierarchical``,
-    ``precision``, ``adaptive``, ``forms`` or one registered from outside), ``payload`` what its file holds."""
+    ``precision``, ``adaptive``, ``forms`` or one registered from outside), ``payload`` what its file holds.
+
+    Parameters
+    ----------
+    payload : dict
+        What the plan file holds (``chosen``, its request, ...).
+    size_name : str
+        The axis sized (``subjects``).
+    kind : str
+        The registered plan kind that made it.
+    files : dict
+        The files written by ``save``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> plan = ct.Plan({"chosen": {"subjects": 40}}, kind="power")
+    >>> plan.kind, plan.chosen
+    ('power', {'subjects': 40})
+    """
 
     payload: dict[str, Any]
     size_name: str = "subjects"
@@ -157,6 +176,21 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     cheapest mix of people and a predictor's units for the population mean (:mod:`cogtestbed.planning.kinds.mix.mix`;
     the group ``mixed=PlanMix(...)`` as a keyword).
     ``say`` receives progress lines.  The same arguments and seed give the same plan as the command line.
+
+    Returns
+    -------
+    Plan
+        The plan of the kind that answers the request (``.kind``, ``.chosen``, ``.lines()``, ``.save()``).
+
+    Examples
+    --------
+    A plan simulates studies (seconds to minutes); every option is checked before that:
+
+    >>> import cogtestbed as ct
+    >>> ct.plan("instrumental-learning", question="nope")
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.InputError: no plan kind: choose one of ...
     """
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.planning.kinds import PlanContext
@@ -182,7 +216,7 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
 
 
 inspect.unwrap(plan).__request__ = plan.__request__ = PlanRequest  # type: ignore[attr-defined]
-plan.__doc__ = (plan.__doc__ or "").rstrip() + "\n" + options_doc(PlanRequest)
+plan.__doc__ = options_doc(PlanRequest, doc=plan.__doc__ or "")
 
 
 def check_request_values(function: str, req: Any, paths: tuple[str, ...] = ()) -> None:

@@ -27,7 +27,25 @@ if TYPE_CHECKING:
 @public()
 def population(name: str) -> Population:
     """A population: ``"human:NAME"`` (one the package ships; a unique prefix is enough, e.g.
-    ``human:cogbench`` for ``human:cogbench-instrumental``) or the path of a saved population file."""
+    ``human:cogbench`` for ``human:cogbench-instrumental``) or the path of a saved population file.
+
+    Parameters
+    ----------
+    name : str
+        ``human:NAME`` (a shipped population, ``ct.populations()``) or a population file.
+
+    Returns
+    -------
+    Population
+        The posterior draws of the fit's group parameters.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> pop = ct.population("human:shahar2019")
+    >>> pop.experiment, pop.model, pop.subjects
+    ('two-step', 'hybrid', 40)
+    """
     from cogtestbed.inference.population import load_population
 
     return load_population(name)
@@ -35,7 +53,19 @@ def population(name: str) -> Population:
 
 @public()
 def populations() -> list[str]:
-    """The populations the package ships, as ``human:NAME``."""
+    """The populations the package ships, as ``human:NAME``.
+
+    Returns
+    -------
+    list of str
+        The shipped populations' names (``human:NAME``).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> "human:shahar2019" in ct.populations()
+    True
+    """
     from cogtestbed.inference.population import PREFIX, shipped_populations
 
     return [f"{PREFIX}{n}" for n in shipped_populations()]
@@ -48,7 +78,22 @@ def population_from_fit(fit: Any, **options: Any) -> Population:
     e.g. ``ct.fit(..., method="hierarchical")``): its posterior draws of every parameter's population
     mean and SD; with ``table_or_path`` (the fitted table, or its path) also each subject's MLE, which a
     plan of an LLM against these people compares with.  A fit with R-hat above 1.01 or divergent
-    transitions is refused unless ``allow_unconverged``."""
+    transitions is refused unless ``allow_unconverged``.
+
+    Returns
+    -------
+    Population
+        The hierarchical fit's group parameters as a population.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> ct.population_from_fit(ct.fit("instrumental-learning", trials, model="rw-pm"))
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.InputError: ...
+    """
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.inference.population import population_from_fit as from_fit
 
@@ -69,7 +114,21 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
     experiment reads: ``from_source``) and keep the fit as a population (``cogtestbed population
     build``): ``draws`` per chain after ``tune`` tuning steps (None: as many as the draws), doubled
     up to ``max_draws`` while only R-hat or ESS fail; refused above R-hat 1.01 or with divergences
-    unless ``allow_unconverged``.  ``output``: also save it (a ``.json`` file; ``force`` overwrites)."""
+    unless ``allow_unconverged``.  ``output``: also save it (a ``.json`` file; ``force`` overwrites).
+
+    Returns
+    -------
+    Population
+        The population fitted (a hierarchical fit: minutes), written to ``output`` when given.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> ct.build_population("instrumental-learning", "no-such-file.parquet", model="rw-pm")
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.DataError: ...
+    """
     from pathlib import Path
 
     from cogtestbed.api.core import get_experiment, read_table

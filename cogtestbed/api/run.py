@@ -478,7 +478,23 @@ def _planned_llms(plan: Path | None, llms: Sequence[str] | None) -> list[str]:
 class PairedRun:
     """Two LLMs on the same sessions (``run --llm A --llm B``): each LLM's run result (``runs``, one
     run directory each under the output) and ``report``, the paired comparison written as
-    ``paired.json`` (None where a budget stopped a run before both finished)."""
+    ``paired.json`` (None where a budget stopped a run before both finished).
+
+    Attributes
+    ----------
+    runs : list of RunResult
+        The two LLMs' runs.
+    report : dict, optional
+        The paired comparison of every metric (``paired.json``).
+
+    Examples
+    --------
+    ``ct.run(..., llm=[A, B])`` returns one (``docs/howto/compare-llms.md``):
+
+    >>> import cogtestbed as ct
+    >>> ct.PairedRun([], None).report is None
+    True
+    """
 
     runs: list[Any]
     report: dict[str, Any] | None
@@ -502,7 +518,22 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
     to ``monitor.jsonl``); ``design`` a mapping of design fields (or ``NAME=VALUE`` items).
     Returns the run's result (``.trials``, ``.stats``, ``.status``: ``complete`` or ``stopped`` by the
     budget; None where a sequential run had already stopped), or with ``dry_run`` the calls, tokens and
-    cost it would take (a list: one per LLM)."""
+    cost it would take (a list: one per LLM).
+
+    Returns
+    -------
+    RunResult or PairedRun or dict
+        One LLM: its :class:`RunResult`; two: a :class:`PairedRun`; ``dry_run``: the estimate of calls,
+        tokens and cost (a list of them for two LLMs).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> estimate = ct.run("instrumental-learning", llm="hf:tiny-random", subjects=1, seed=1,
+    ...                   design=["visits_per_casino=2"], output="run", dry_run=True)
+    >>> estimate["calls"], estimate["subjects"]
+    (8, 1)
+    """
     from cogtestbed.api.core import get_experiment
     from cogtestbed.experiments.spec import ExperimentSpec
 

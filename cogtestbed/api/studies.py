@@ -66,7 +66,22 @@ class Watch:
 
 class Study:
     """A finished study: its spec, the tidy ``table``, the ``summary`` and the ``verdict``;
-    ``files``: what ``output=DIR`` wrote (results.parquet, summary.json, plots, report.html)."""
+    ``files``: what ``output=DIR`` wrote (results.parquet, summary.json, plots, report.html).
+
+    Parameters
+    ----------
+    result : StudyResult
+        The study's result.
+    files : mapping, optional
+        The files written.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> study = ct.recover("instrumental-learning", "rw-pm", reps=2, subjects="3", seed=0)
+    >>> study.spec.kind, len(study.table) > 0
+    ('recovery', True)
+    """
 
     def __init__(self, result: StudyResult, files: Mapping[str, Path] | None = None) -> None:
         self.result = result
@@ -282,7 +297,20 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
     bias per parameter, the share within ``precision={PARAM: HALFWIDTH}``, estimates at a bound.
 
     ``experiment`` None: the one experiment declaring ``model``.  The earlier call form
-    ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`)."""
+    ``recover(MODEL, experiment=...)`` still works (:func:`~cogtestbed.api.checks.model_first`).
+
+    Returns
+    -------
+    Study
+        ``.summary`` (r, RMSE, bias per parameter and size), ``.table``, ``.verdict``, ``.plot()``, ``.save()``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> study = ct.recover("instrumental-learning", "rw-pm", reps=2, subjects="3", seed=0)
+    >>> list(study.summary), sorted(study.summary["3x96"]["parameters"])
+    (['3x96'], ['alpha_neg', 'alpha_pos', 'beta'])
+    """
     from cogtestbed.studies.options import lapse_fit
 
     req = build(RecoverRequest, {**options, "experiment": experiment, "model": model})
@@ -331,7 +359,20 @@ def _refuse_unidentified(spec: Any) -> None:
 def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str], **options: Any) -> Study:
     """Model recovery (``cogtestbed model-recovery``): simulate each model, fit all, the
     confusion matrix of the best fits (AIC/BIC, or LOO for hierarchical fits).  The earlier call
-    form ``model_recovery(MODELS, experiment=...)`` still works."""
+    form ``model_recovery(MODELS, experiment=...)`` still works.
+
+    Returns
+    -------
+    Study
+        The confusion of the models: ``.summary``, ``.table``, ``.verdict``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> study = ct.model_recovery("instrumental-learning", ["rw", "rw-pm"], reps=2, subjects=2, seed=0)
+    >>> study.spec.kind
+    'model-recovery'
+    """
     req = build(ModelRecoveryRequest, {**options, "experiment": experiment, "models": models})
     o = api_values(req)
     keys = "subjects trials design runs reps method params draws chains seed workers dask output force"
@@ -351,7 +392,23 @@ def model_recovery(experiment: str | ExperimentSpec | None, models: Sequence[str
 @derive_api(SbcRequest, after=(keyword("watch", None, "Watch | None"),))
 def sbc(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> Study:
     """Simulation-based calibration of the hierarchical model (``cogtestbed sbc``; rank
-    uniformity, Talts et al. 2018).  The earlier call form ``sbc(MODEL, experiment=...)`` still works."""
+    uniformity, Talts et al. 2018).  The earlier call form ``sbc(MODEL, experiment=...)`` still works.
+
+    Returns
+    -------
+    Study
+        The rank statistics of each parameter and their uniformity tests: ``.summary``, ``.table``, ``.verdict``.
+
+    Examples
+    --------
+    A study of hierarchical fits takes minutes (``docs/studies.md``); its options are checked first:
+
+    >>> import cogtestbed as ct
+    >>> ct.sbc("instrumental-learning", "rw-pm", reps=0)
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.InputError: sbc(): reps must be >= 1, got 0
+    """
     req = build(SbcRequest, {**options, "experiment": experiment, "model": model})
     o = api_values(req)
     keys = "subjects trials design runs reps params draws chains backend seed workers dask output force"
@@ -383,7 +440,21 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
     ``sd_between``: each simulated study takes one posterior draw of its group parameters (medians
     moved by the effect, subjects scattered by that draw's SDs); with ``groups=2`` the first group
     is as many people as the population was fitted to (their number fixed), drawn afresh from it at
-    their own trial count, and ``subjects`` sizes the second group."""
+    their own trial count, and ``subjects`` sizes the second group.
+
+    Returns
+    -------
+    Study
+        The power at each size: ``.summary``, ``.table``, ``.verdict``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> study = ct.power("instrumental-learning", "rw-pm", effect="alpha_pos-alpha_neg=0.2", sims=2,
+    ...                  subjects="4", seed=0)
+    >>> study.spec.kind
+    'power'
+    """
     from cogtestbed.studies.options import assignment_items, one_assignment, power_spec, with_population
 
     req = build(PowerRequest, {**options, "experiment": experiment, "target": target})
@@ -417,7 +488,21 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
 def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
     """Metric validity (``cogtestbed metric-validity``): sweep the agent parameter ``parameter``
     over ``values`` from the agent's setting ``agent`` (``AGENT[:p=v,...]``); the metric's mean and
-    SD per value and whether it moves in ``direction`` (increasing, decreasing or any)."""
+    SD per value and whether it moves in ``direction`` (increasing, decreasing or any).
+
+    Returns
+    -------
+    Study
+        How the metric moves with the parameter: ``.summary``, ``.table``, ``.verdict``.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> study = ct.metric_validity("instrumental-learning", "alpha_pos", [0.2, 0.8], metric="learning_rate",
+    ...                            agent="rw-pm", reps=2, seed=0)
+    >>> study.spec.kind
+    'metric-validity'
+    """
     from cogtestbed.parameters import parse_agent
     from cogtestbed.studies.options import floats
 
@@ -442,7 +527,19 @@ def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
 def study(experiment: str | ExperimentSpec, name: str | None = None, **options: Any) -> Study | list[dict[str, str]]:
     """A study the experiment declares, run with its declared settings (``cogtestbed study
     EXPERIMENT NAME``, e.g. ``metric-power`` or ``recovery:1``); without ``name`` the declared
-    studies (``{"study", "description"}`` each)."""
+    studies (``{"study", "description"}`` each).
+
+    Returns
+    -------
+    list of dict or Study
+        ``name`` None: the declared studies (``study``, ``description``); else the named one run.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> [s["study"] for s in ct.study("instrumental-learning")][:3]
+    ['recovery:0', 'recovery:1', 'model-recovery']
+    """
     from cogtestbed.api.core import get_experiment
     from cogtestbed.studies.driver import declared_studies, spec_from_decl
 
@@ -468,7 +565,23 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, **options: A
     offsets drawn with ``form_sd``; with ``effect`` the forms-aware test's rejection rate beside
     the naive test's, without it the recovery of the form SD and its interval's coverage (MLE).
     Returns the summary (experiment, model, the forms, and the study's results).  The earlier call
-    form ``form_study(MODEL, forms=..., experiment=...)`` still works."""
+    form ``form_study(MODEL, forms=..., experiment=...)`` still works.
+
+    Returns
+    -------
+    dict
+        The forms study's summary (the form SD's recovery or the power with forms).
+
+    Examples
+    --------
+    A forms study fits hierarchical models (minutes); its options are checked first:
+
+    >>> import cogtestbed as ct
+    >>> ct.form_study("instrumental-learning", "rw-pm", forms="1")
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.InputError: ...
+    """
     from cogtestbed.api.core import get_experiment
     from cogtestbed.environments.forms import FormDesign, parse_form_sd, resolve_forms
     from cogtestbed.studies.form_studies import form_study_spec, run_form_study, summarise_form_study
@@ -503,7 +616,27 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, **options: A
 @public()
 def true_parameters(trials: pd.DataFrame) -> pd.DataFrame:
     """The known parameters of simulated subjects, one row per subject (the table's ``param_*``
-    columns, named without the prefix)."""
+    columns, named without the prefix).
+
+    Parameters
+    ----------
+    trials : pandas.DataFrame
+        A simulated trial table (``ct.simulate``), with its ``param_*`` columns.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per subject: ``subject`` and each parameter's true value.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> ct.true_parameters(trials)
+       subject  alpha_pos  alpha_neg  beta
+    0        0        0.3        0.3   5.0
+    1        1        0.3        0.3   5.0
+    """
     cols = [c for c in trials.columns if str(c).startswith("param_")]
     if not cols:
         raise InputError("the table holds no true parameters (param_* columns): it was not simulated")
@@ -514,7 +647,26 @@ def true_parameters(trials: pd.DataFrame) -> pd.DataFrame:
 @public()
 def estimates(fit: Any) -> pd.DataFrame:
     """Per-subject point estimates of a fit, one row per subject: an MLE table as it is, a
-    hierarchical fit's posterior means (``subject_summary``)."""
+    hierarchical fit's posterior means (``subject_summary``).
+
+    Parameters
+    ----------
+    fit : pandas.DataFrame or BayesFit
+        What ``ct.fit`` returned.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per unit: its point estimates (the MLE, or the posterior means of a hierarchical fit).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> est = ct.estimates(ct.fit("instrumental-learning", trials, model="rw-pm"))
+    >>> len(est), {"alpha_pos", "alpha_neg", "beta"} <= set(est.columns)
+    (2, True)
+    """
     import pandas as pd
 
     if isinstance(fit, pd.DataFrame):
@@ -533,7 +685,22 @@ def plot_recovery(trials: pd.DataFrame, *fits: Any, **options: Any) -> Figures:
     counted in the legend, the panel's title giving r over all and over the identified estimates
     (log scale for a log-scale parameter).  A fit must hold one unit per subject of ``trials``
     (``unit="subject"``: a fit of pooled runs or of single sessions is refused).  Written as
-    ``recovery.png`` in ``directory`` (default: a temporary one)."""
+    ``recovery.png`` in ``directory`` (default: a temporary one).
+
+    Returns
+    -------
+    Figures
+        The figures written (``.paths``), one per parameter.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> mle = ct.fit("instrumental-learning", trials, model="rw-pm")
+    >>> figures = ct.plot_recovery(trials, mle, directory="figures")
+    >>> sorted(p.name for p in figures.paths)
+    [...]
+    """
     import tempfile
 
     from cogtestbed.studies.plots import pyplot, save_figure

@@ -82,6 +82,21 @@ def transcript_nll(llm: Any, transcripts: str | Path | Sequence[Any], **kwargs: 
     Returns one row per marked choice, ``participant``, ``record`` (the study or source file) and
     ``data_set`` first; the seconds each participant took are in ``attrs["seconds"]`` (under
     ``RECORD:ID``).  Summarise with :func:`participant_nll`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per marked choice with its measures (see above); seconds per participant in ``attrs``.
+
+    Examples
+    --------
+    Scoring loads a language model (``hf:...``; seconds to minutes); the file is checked first:
+
+    >>> import cogtestbed as ct
+    >>> ct.transcript_nll("hf:tiny-random", "no-such-file.jsonl")
+    Traceback (most recent call last):
+    ...
+    cogtestbed.errors.DataError: ...
     """
     from cogtestbed.llm_adapters.runs.transcript import OPTION_SETS, OVERFLOWS, ChoicePlan, plan_choices
     from cogtestbed.llm_adapters.runs.transcript_scoring import score_records
@@ -131,7 +146,27 @@ def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
     * ``nll_raw`` / ``nll_norm`` — this package's mean per-choice NLL, raw and over the options.
 
     NaN where nothing was scored (a measure not computed, or no choice scored); ``seconds``: the
-    time each participant took (from the table's ``attrs``)."""
+    time each participant took (from the table's ``attrs``).
+
+    Parameters
+    ----------
+    choices : pandas.DataFrame
+        A ``ct.transcript_nll`` table.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per participant (record and id) with the three measures.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> import pandas as pd
+    >>> ct.participant_nll(pd.DataFrame({"x": [1]}))
+    Traceback (most recent call last):
+    ...
+    cogtestbed...Error: ...
+    """
     def one(df: pd.DataFrame) -> dict[str, Any]:
         out: dict[str, Any] = {"n_choices": len(df)}
         if "psych201_nll" in df:
@@ -169,7 +204,27 @@ def transcript_table(path: str | Path) -> pd.DataFrame:
     ``choice``, the text ``before`` it, the ``chosen`` text, its ``rt`` and the ``options`` the text
     states, whether or not an experiment models the data set
     (:mod:`cogtestbed.data.psych201_table`).  ``ct.export(table, to="psych201", output=...)``
-    writes it back byte for byte."""
+    writes it back byte for byte.
+
+    Parameters
+    ----------
+    path : path
+        A Psych-201 file (``.jsonl``, optionally zipped).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per marked choice.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> _ = ct.export(trials, experiment="instrumental-learning", output="psych201.jsonl")
+    >>> table = ct.transcript_table("psych201.jsonl")
+    >>> table.shape, sorted(set(table["participant"]))
+    ((192, 12), [...])
+    """
     from cogtestbed.data.psych201_table import transcript_table as read
 
     return read(path)
@@ -181,7 +236,21 @@ def validate(path: str | Path, **options: Any) -> pd.DataFrame:
     """Every defect of the Psych-201 file ``path`` (``cogtestbed validate FILE``): one row per
     defect with its ``line``, ``participant``, ``record``, ``field``, ``kind`` and ``message``; no row for a
     file without one.  The kinds and the heuristics behind ``condition_leak``, ``option_outside``
-    and ``rt_unit``: :mod:`cogtestbed.data.psych201_validate`."""
+    and ``rt_unit``: :mod:`cogtestbed.data.psych201_validate`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Every defect, one row each (empty: none).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> _ = ct.export(trials, experiment="instrumental-learning", output="psych201.jsonl")
+    >>> len(ct.validate("psych201.jsonl"))
+    0
+    """
     from cogtestbed.data.psych201_validate import defects_table, validate_psych201
 
     req = build(ValidateRequest, options)
@@ -193,7 +262,21 @@ def validate(path: str | Path, **options: Any) -> pd.DataFrame:
 def heldout_nll(experiment: str, trials: pd.DataFrame, **options: Any) -> HeldOut:
     """``model`` of ``experiment`` fitted pooled on the training subjects of ``trials``, scored per
     choice on the held-out ones: ``test`` names them, or is how many to draw (seeded by ``seed``;
-    :func:`cogtestbed.inference.heldout.heldout_split`)."""
+    :func:`cogtestbed.inference.heldout.heldout_split`).
+
+    Returns
+    -------
+    HeldOut
+        The pooled fit on the training subjects and each held-out subject's NLL (``.table``).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> held = ct.heldout_nll("instrumental-learning", trials, model="rw-pm", test=1, seed=0)
+    >>> len(held.train), len(held.test), list(held.table.columns)
+    (1, 1, ['subject', 'nll', 'n_choices', 'nll_per_choice'])
+    """
     from cogtestbed.inference.heldout import heldout_nll as score
     from cogtestbed.inference.heldout import heldout_split
     from cogtestbed.registry import get_experiment

@@ -140,7 +140,28 @@ class Check:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Outcome of one check on one experiment."""
+    """Outcome of one check on one experiment.
+
+    Attributes
+    ----------
+    experiment : str
+        The experiment checked.
+    check : str
+        The check's name.
+    status : {"passed", "failed", "skipped"}
+        Its outcome.
+    message : str
+        Why it failed or was skipped.
+    seconds : float
+        How long it took.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> result = ct.check("instrumental-learning", checks=["spec_declaration"]).results[0]
+    >>> result.check, result.status
+    ('spec_declaration', 'passed')
+    """
 
     experiment: str
     check: str
@@ -151,7 +172,22 @@ class CheckResult:
 
 @dataclass
 class ConformanceReport:
-    """Every check's outcome on one experiment."""
+    """Every check's outcome on one experiment.
+
+    Attributes
+    ----------
+    experiment : str
+        The experiment checked.
+    results : list of CheckResult
+        One per check run.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> report = ct.check("instrumental-learning", checks=["spec_declaration"])
+    >>> report.experiment, report.passed, report.failures
+    ('instrumental-learning', True, [])
+    """
 
     experiment: str
     results: list[CheckResult]

@@ -57,7 +57,29 @@ def subject_nll(model: CognitiveModel, params: dict[str, float], trials: pd.Data
 
 @dataclass(frozen=True)
 class HeldOut:
-    """A pooled fit on the training subjects and its per-choice NLL on each held-out subject."""
+    """A pooled fit on the training subjects and its per-choice NLL on each held-out subject.
+
+    Attributes
+    ----------
+    model : str
+        The model fitted.
+    params : dict
+        The pooled MLE on the training subjects.
+    train, test : list
+        The training and held-out subjects.
+    table : pandas.DataFrame
+        Each held-out subject's ``nll``, ``n_choices`` and ``nll_per_choice``.
+    converged : bool
+        Whether the pooled fit converged.
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> trials = ct.simulate("instrumental-learning", "rw-pm", subjects=2, seed=1)
+    >>> held = ct.heldout_nll("instrumental-learning", trials, model="rw-pm", test=1, seed=0)
+    >>> held.model, sorted(held.params), int(held.table["n_choices"].sum())
+    ('rw-pm', ['alpha_neg', 'alpha_pos', 'beta'], 96)
+    """
 
     model: str
     params: dict[str, float]

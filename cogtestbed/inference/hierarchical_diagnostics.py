@@ -150,7 +150,32 @@ def _worst(table: pd.DataFrame, column: str, reduce: Callable[[np.ndarray], Any]
 
 @dataclass
 class BayesFit:
-    """A Bayesian fit: the InferenceData and its diagnostics."""
+    """A Bayesian fit: the InferenceData and its diagnostics.
+
+    Attributes
+    ----------
+    idata : arviz.InferenceData
+        The posterior (and its log-likelihood where kept).
+    diagnostics : Diagnostics
+        R-hat, ESS and divergences.
+    model_name : str
+        The model fitted.
+    unidentified : dict
+        Subjects left out (their answers identify no model) and why.
+    flags : list of str
+        What the diagnostics flag.
+    units : dict, optional
+        What one fitted unit is.
+
+    Examples
+    --------
+    ``ct.fit(..., method="hierarchical")`` returns one (a sampler run: a minute or more); its
+    class is here:
+
+    >>> import cogtestbed as ct
+    >>> [f for f in ("idata", "diagnostics", "units") if f in ct.BayesFit.__dataclass_fields__]
+    ['idata', 'diagnostics', 'units']
+    """
 
     idata: Any
     diagnostics: Diagnostics

@@ -73,7 +73,24 @@ def gate_failures(fit: Mapping[str, Any]) -> list[str]:
 
 
 class Population(BaseModel):
-    """The posterior of a hierarchical fit's group parameters (one model of one experiment)."""
+    """The posterior of a hierarchical fit's group parameters (one model of one experiment).
+
+    Attributes
+    ----------
+    name, experiment, model : str
+        What it is and the model its draws are of.
+    subjects : int
+        People in the fit.
+    mu, sigma : dict
+        Posterior draws of each parameter's group mean and SD (unconstrained scale).
+
+    Examples
+    --------
+    >>> import cogtestbed as ct
+    >>> pop = ct.population("human:shahar2019")
+    >>> pop.name, pop.subjects
+    ('shahar2019', 40)
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 

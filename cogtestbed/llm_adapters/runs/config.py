@@ -78,6 +78,30 @@ class RunConfig:
 
 @dataclass
 class RunResult:
+    """What ``ct.run`` of one LLM returns: the trials, every call, which subjects finished and the spend.
+
+    Attributes
+    ----------
+    trials : pandas.DataFrame
+        The trial table of the run.
+    calls : pandas.DataFrame
+        Every call to the LLM.
+    complete : numpy.ndarray
+        Which subjects finished.
+    status : str
+        ``complete`` or why the run stopped.
+    stats : dict
+        Calls, tokens and cost.
+
+    Examples
+    --------
+    ``ct.run`` returns one; a run's fields:
+
+    >>> import cogtestbed as ct
+    >>> sorted(ct.RunResult.__dataclass_fields__)
+    ['calls', 'complete', 'stats', 'status', 'trials']
+    """
+
     trials: pd.DataFrame
     calls: pd.DataFrame
     complete: np.ndarray

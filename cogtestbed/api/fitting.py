@@ -61,7 +61,7 @@ def fit_and_save(experiment: str | None, path: str | os.PathLike[str], model: st
     >>> import cogtestbed as ct
     >>> ct.simulate_file("instrumental-learning", "rw-pm", subjects=2, seed=1, output="trials.parquet")
     192
-    >>> summary = ct.fit_and_save("instrumental-learning", "trials.parquet", "rw-pm", output="fit")
+    >>> summary = ct.fit_and_save("instrumental-learning", "trials.parquet", "rw-pm", method="mle", output="fit")
     >>> summary["model"], summary["method"]
     ('rw-pm', 'mle')
     """

@@ -124,7 +124,7 @@ def build_population(experiment: str | ExperimentSpec, table_or_path: pd.DataFra
     Examples
     --------
     >>> import cogtestbed as ct
-    >>> ct.build_population("instrumental-learning", "no-such-file.parquet", model="rw-pm")
+    >>> ct.build_population("instrumental-learning", "no-such-file.parquet", model="rw-pm", name="mine")
     Traceback (most recent call last):
     ...
     cogtestbed.errors.DataError: ...

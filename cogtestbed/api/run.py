@@ -529,10 +529,10 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
     Examples
     --------
     >>> import cogtestbed as ct
-    >>> estimate = ct.run("instrumental-learning", llm="hf:tiny-random", subjects=1, seed=1,
+    >>> estimate = ct.run("instrumental-learning", llm="openai:gpt-4o-mini", subjects=1, seed=1,
     ...                   design=["visits_per_casino=2"], output="run", dry_run=True)
-    >>> estimate["calls"], estimate["subjects"]
-    (8, 1)
+    >>> estimate["calls"], estimate["subjects"], estimate["price_usd_per_mtok"]["input"]
+    (8, 1, 0.15)
     """
     from cogtestbed.api.core import get_experiment
     from cogtestbed.experiments.spec import ExperimentSpec

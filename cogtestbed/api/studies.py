@@ -309,7 +309,7 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
     >>> import cogtestbed as ct
     >>> study = ct.recover("instrumental-learning", "rw-pm", reps=2, subjects="3", seed=0)
     >>> list(study.summary), sorted(study.summary["3x96"]["parameters"])
-    (['3x96'], ['alpha_neg', 'alpha_pos', 'beta'])
+    (['3x96'], ['alpha_neg', 'alpha_pos', 'beta', 'optimism_bias'])
     """
     from cogtestbed.studies.options import lapse_fit
 
@@ -407,7 +407,7 @@ def sbc(experiment: str | ExperimentSpec | None, model: str, **options: Any) -> 
     >>> ct.sbc("instrumental-learning", "rw-pm", reps=0)
     Traceback (most recent call last):
     ...
-    cogtestbed.errors.InputError: sbc(): reps must be >= 1, got 0
+    cogtestbed.errors.InputError: sbc(): `reps` must be in [1, inf), got 0
     """
     req = build(SbcRequest, {**options, "experiment": experiment, "model": model})
     o = api_values(req)
@@ -450,7 +450,7 @@ def power(experiment: str | ExperimentSpec | None, target: str, **options: Any) 
     Examples
     --------
     >>> import cogtestbed as ct
-    >>> study = ct.power("instrumental-learning", "rw-pm", effect="alpha_pos-alpha_neg=0.2", sims=2,
+    >>> study = ct.power("instrumental-learning", "rw-pm", effect="optimism_bias=0.2", sims=2,
     ...                  subjects="4", seed=0)
     >>> study.spec.kind
     'power'
@@ -498,8 +498,8 @@ def metric_validity(experiment: str | ExperimentSpec, **options: Any) -> Study:
     Examples
     --------
     >>> import cogtestbed as ct
-    >>> study = ct.metric_validity("instrumental-learning", "alpha_pos", [0.2, 0.8], metric="learning_rate",
-    ...                            agent="rw-pm", reps=2, seed=0)
+    >>> study = ct.metric_validity("instrumental-learning", parameter="alpha_pos", values=[0.2, 0.8],
+    ...                            metric="learning_rate", agent="rw-pm", reps=2, runs="2", seed=0)
     >>> study.spec.kind
     'metric-validity'
     """
@@ -577,10 +577,10 @@ def form_study(experiment: str | ExperimentSpec | None, model: str, **options: A
     A forms study fits hierarchical models (minutes); its options are checked first:
 
     >>> import cogtestbed as ct
-    >>> ct.form_study("instrumental-learning", "rw-pm", forms="1")
+    >>> ct.form_study("instrumental-learning", "rw-pm", forms="4", form_sd={"beta": -1})
     Traceback (most recent call last):
     ...
-    cogtestbed.errors.InputError: ...
+    cogtestbed.errors.InputError: form_study(): `form_sd` must be in [0, 20], got -1
     """
     from cogtestbed.api.core import get_experiment
     from cogtestbed.environments.forms import FormDesign, parse_form_sd, resolve_forms

@@ -162,10 +162,14 @@ def participant_nll(choices: pd.DataFrame) -> pd.DataFrame:
     --------
     >>> import cogtestbed as ct
     >>> import pandas as pd
-    >>> ct.participant_nll(pd.DataFrame({"x": [1]}))
-    Traceback (most recent call last):
-    ...
-    cogtestbed...Error: ...
+    >>> choices = pd.DataFrame({"participant": [1, 1, 2], "record": ["exp.jsonl"] * 3, "data_set": ["exp"] * 3,
+    ...                         "psych201_nll": [0.5, 1.5, 2.0], "logp_raw": [-0.5, -1.5, -2.0],
+    ...                         "logp_norm": [-0.1, -0.3, -0.7]})
+    >>> summary = ct.participant_nll(choices)
+    >>> summary[["participant", "n_spans", "psych201_nll", "centaur_nll", "nll_norm"]]
+       participant  n_spans  psych201_nll  centaur_nll  nll_norm
+    0            1        2           2.0          1.0       0.2
+    1            2        1           2.0          2.0       0.7
     """
     def one(df: pd.DataFrame) -> dict[str, Any]:
         out: dict[str, Any] = {"n_choices": len(df)}

@@ -72,9 +72,11 @@ demo: venv-demo
 	$(BIN)/cogtestbed demo -o demo_output --force
 
 ## docs: the documentation site in site/ (mkdocs-material), its four notebooks (docs/notebooks) executed
-## while it is built; the same notebooks run as tests with `pytest -m slow tests/test_notebooks.py`
+## while it is built (the same notebooks run as tests with `pytest -m slow tests/test_notebooks.py`), then the user
+## docs' word count (benchmarks/docs_words.py)
 docs: venv-test docs-cli docs-api
 	PATH=$(abspath $(BIN)):$$PATH $(BIN)/mkdocs build -d site
+	$(PY) benchmarks/docs_words.py
 
 ## docs-cli: docs/cli.md, the command-line reference, generated from the typer application (every command and
 ## option; tests/test_cli_reference.py fails when the checked-in file differs)

@@ -103,7 +103,7 @@ from cogtestbed.llm_adapters.clients.backends import Backend, register_backend
 from cogtestbed.llm_adapters.clients.base import GenerateRequest, Generation, LLMClient
 from cogtestbed.metrics_result import MetricComparison, MetricOption, MetricsResult, metrics_result
 from cogtestbed.parameters import Parameter, ParameterError, ParameterSet, per_subject
-from cogtestbed.planning.kinds import PlanContext, PlanKind, Planned
+from cogtestbed.planning.kinds import KindOption, PlanContext, PlanKind, Planned
 from cogtestbed.planning.plan_kinds import register_plan_kind
 from cogtestbed.schema import REWARDED, RowRule, TrialSchema, TrialTableError, Values, validate_trials
 from cogtestbed.trials import Column, categories, coded_lists, finish_table, lists, outcome_columns, strings
@@ -111,7 +111,7 @@ from cogtestbed.trials import Column, categories, coded_lists, finish_table, lis
 __all__ = [
     "INVALID", "NORMAL", "NO_ACTION", "RANDOM", "REWARDED", "VERBATIM", "AnswerDefaults", "Backend", "CognitiveModel",
     "Column", "Decoding", "Design", "ExperimentSpec", "GenerateRequest", "Generation", "Generator", "Importer",
-    "KernelLapsingAgent", "LLMClient", "Lapse", "LapseDraws", "MetricComparison", "MetricOption", "MetricsResult",
+    "KernelLapsingAgent", "KindOption", "LLMClient", "Lapse", "LapseDraws", "MetricComparison", "MetricOption", "MetricsResult",
     "MetricsSpec", "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PlanContext",
     "PlanKind", "Planned", "PromptForm", "RowRule", "SamplerKind", "SamplingJob", "ScoredResponse", "Sessions",
     "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values", "categories", "coded_lists",

@@ -194,10 +194,12 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     """
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.planning.kinds import PlanContext
-    from cogtestbed.planning.plan_kinds import check_before_import, plan_request
+    from cogtestbed.planning.plan_kinds import check_before_import, choose_kind, kind_options, plan_request, \
+        with_kind_options
     from cogtestbed.request import api_leaves, build_grouped
 
     mixed = options.pop("mixed", None)  # the --mix group: a keyword of its own past the signature's 15
+    own = kind_options(options)  # options a registered kind declares for itself (PlanKind.options)
     known = {leaf.name for leaf in api_leaves(PlanRequest)}
     unknown = sorted(set(options) - known)
     if unknown:
@@ -209,9 +211,10 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     req = build_grouped(PlanRequest, groups, {**options, "experiment": experiment, "mc_se": mc_se, "seed": seed,
                                               "workers": workers})
     check_request_values("plan", req, paths=("pilot", "prices", "human"))
+    ctx = with_kind_options(choose_kind(req), PlanContext(read_table, say=say, options=own))
     check_before_import(experiment, req)  # a refusal in well under a second, before the experiment is imported
     exp = get_experiment(experiment)
-    kind, planned = plan_request(exp, req, PlanContext(read_table, say=say))
+    kind, planned = plan_request(exp, req, ctx)
     return Plan({**planned.payload, "request": request_block(req)}, planned.size_name, kind=kind.name)
 
 

@@ -28,6 +28,7 @@ kind's name (tests/test_plan_kinds.py reads the dispatch modules' source to keep
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from pathlib import Path
@@ -256,7 +257,31 @@ def register_plan_kind(kind: PlanKind) -> PlanKind:
     taken name is refused."""
     if not isinstance(kind, PlanKind):
         raise TypeError(f"register_plan_kind takes a PlanKind, got {type(kind).__name__}")
+    taken = sorted({o.name for o in kind.options} & {leaf.name for leaf in leaves(PlanRequest)})
+    if taken:
+        raise InputError(f"plan kind {kind.name!r} declares {', '.join(taken)}, already an option of every plan: "
+                         "name its own options otherwise")
     return PLAN_KINDS.register(kind.name, kind)
+
+
+def kind_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Take out of the keywords ``options`` those that a registered plan kind declares as its own
+    (:attr:`~cogtestbed.planning.kinds.PlanKind.options`) and return them; the rest stay (a name no kind
+    declares and no request option is then refused as an unknown keyword)."""
+    declared = {o.name for name in plan_kind_names() for o in get_plan_kind(name).options}
+    return {name: options.pop(name) for name in list(options) if name in declared}
+
+
+def with_kind_options(kind: PlanKind, ctx: PlanContext) -> PlanContext:
+    """``ctx`` with the kind's own options: those given (``ctx.options``), the rest at their defaults; an option
+    another kind declares but this one does not is refused in one line."""
+    own = {o.name: o.default for o in kind.options}
+    extra = sorted(set(ctx.options) - set(own))
+    if extra:
+        fields = ", ".join(f"`{name}`" for name in extra)
+        raise InputError(f"a {kind.name} plan does not take {fields}: drop {'it' if len(extra) == 1 else 'them'} "
+                         f"(`question`: {', '.join(plan_kind_names())})")
+    return dataclasses.replace(ctx, options={**own, **ctx.options})
 
 
 def unregister_plan_kind(name: str) -> None:
@@ -338,11 +363,12 @@ def plan_request(exp: Any, req: PlanRequest, ctx: PlanContext) -> tuple[PlanKind
     from cogtestbed.planning.kinds.power.power_sims import on_cluster
 
     kind = choose_kind(req)
+    ctx = with_kind_options(kind, ctx)
     check_request(kind, exp, req)
     with on_cluster(req.dask):
         return kind, kind.run(exp, req, ctx)
 
 
 __all__ = ["BUILTIN", "ENTRY_POINT_GROUP", "PLAN_KINDS", "check_before_import", "check_request", "choose_kind",
-           "get_plan_kind", "given_options", "plan_kind_names", "plan_request", "register_plan_kind",
-           "unregister_plan_kind"]
+           "get_plan_kind", "given_options", "kind_options", "plan_kind_names", "plan_request", "register_plan_kind",
+           "unregister_plan_kind", "with_kind_options"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,19 @@ class PlanContext:
     read_table: Callable[..., Any]
     dry_run: Callable[..., Any] | None = None
     say: Say = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class KindOption:
+    """An option a plan kind declares for itself (:attr:`PlanKind.options`): ``ct.plan(..., NAME=VALUE)`` takes it
+    for that kind only (another kind refuses it; a name no kind declares is refused as an unknown keyword).  Its
+    ``name`` may not be one of :class:`~cogtestbed.planning.plan_options.PlanRequest`'s options; ``default``
+    is what the kind's run sees when it is not given; ``help`` says what it means, one line."""
+
+    name: str
+    default: Any = None
+    help: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,7 +91,8 @@ class PlanKind:
     the evaluation protocol (:mod:`~cogtestbed.planning.protocol`): the
     :class:`~cogtestbed.planning.protocol.SeedStreams` it draws from at ``seed``, with the figures it
     prints reported from the reporting stream (None: not declared; :func:`~cogtestbed.
-    planning.protocol.check_kind` refuses it)."""
+    planning.protocol.check_kind` refuses it); ``options``: the options the kind declares for itself beyond the
+    request's (:class:`KindOption`; its run reads them from :attr:`PlanContext.options`)."""
 
     name: str
     question: str
@@ -92,6 +106,7 @@ class PlanKind:
     frontier: bool = False
     facts: bool = False
     protocol: Callable[[int], Any] | None = None
+    options: tuple[KindOption, ...] = ()
 
     def save(self, payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
         """Write ``payload`` into the folder ``out`` (``write``, else ``NAME.json``)."""
@@ -104,4 +119,4 @@ class PlanKind:
         return {self.name: dest}
 
 
-__all__ = ["PlanContext", "PlanKind", "Planned", "Say"]
+__all__ = ["KindOption", "PlanContext", "PlanKind", "Planned", "Say"]

@@ -111,7 +111,8 @@ from cogtestbed.trials import Column, categories, coded_lists, finish_table, lis
 __all__ = [
     "INVALID", "NORMAL", "NO_ACTION", "RANDOM", "REWARDED", "VERBATIM", "AnswerDefaults", "Backend", "CognitiveModel",
     "Column", "Decoding", "Design", "ExperimentSpec", "GenerateRequest", "Generation", "Generator", "Importer",
-    "KernelLapsingAgent", "KindOption", "LLMClient", "Lapse", "LapseDraws", "MetricComparison", "MetricOption", "MetricsResult",
+    "KernelLapsingAgent", "KindOption", "LLMClient", "Lapse", "LapseDraws", "MetricComparison", "MetricOption",
+    "MetricsResult",
     "MetricsSpec", "Outcomes", "Parameter", "ParameterError", "ParameterSet", "ParseResult", "Phase", "PlanContext",
     "PlanKind", "Planned", "PromptForm", "RowRule", "SamplerKind", "SamplingJob", "ScoredResponse", "Sessions",
     "StudyDecl", "SyntheticAgent", "TextEnv", "TrialSchema", "TrialTableError", "Values", "categories", "coded_lists",

@@ -61,7 +61,8 @@ def test_the_kinds_own_option_is_refused_by_another_kind(budget: PlanKind) -> No
 def test_an_option_no_kind_declares_is_refused(budget: PlanKind) -> None:
     with pytest.raises(ct.InputError, match="unexpected keyword argument 'cents_per_session'"):
         ct.plan("instrumental-learning", question="budget", max_cost=5.0, cents_per_session=50)
-    with pytest.raises(ct.InputError, match=r"a budget plan does not take `looks`"):  # a request option it does not read
+    # a request option the kind does not read
+    with pytest.raises(ct.InputError, match=r"a budget plan does not take `looks`"):
         ct.plan("instrumental-learning", question="budget", max_cost=5.0, looks=3)
 
 

@@ -194,8 +194,13 @@ def plan(experiment: str | Any, *, target: PlanTarget | None = None, people: Peo
     """
     from cogtestbed.api.core import get_experiment, read_table
     from cogtestbed.planning.kinds import PlanContext
-    from cogtestbed.planning.plan_kinds import check_before_import, choose_kind, kind_options, plan_request, \
-        with_kind_options
+    from cogtestbed.planning.plan_kinds import (
+        check_before_import,
+        choose_kind,
+        kind_options,
+        plan_request,
+        with_kind_options,
+    )
     from cogtestbed.request import api_leaves, build_grouped
 
     mixed = options.pop("mixed", None)  # the --mix group: a keyword of its own past the signature's 15

@@ -122,7 +122,9 @@ def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
     assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
             and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
     assert any("expected saving against it: under the effect" in x and "95% joint interval" in x for x in lines)
-    assert any(x.startswith("  at equal power: the fixed t-test needs") for x in lines)
+    # the composite null's comparator: the fixed test valid for it, against the interval's upper end
+    end = mon["null_interval"][1]
+    assert any(x.startswith(f"  at equal power: the fixed one-sided t-test against {end:+.4f} needs") for x in lines)
     plan.save(tmp_path)
     assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]
 

@@ -181,7 +181,7 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
 
 
 #: Units of the pilot pool (under the effect, the pilot seed stream) that sizes a composite-null monitor.
-PILOT_UNITS = 60
+PILOT_UNITS = 400
 #: The longest study a composite-null monitor is simulated to, in units.
 LONGEST_COMPOSITE = 400
 

@@ -122,7 +122,9 @@ def test_plan_monitor_rw_optimism_bias(tmp_path: Any) -> None:
     assert [x.split()[0] for x in lines if x.startswith("  ") and x.split()[0] in ("fixed", "group-seq.", "monitor")
             and len(x.split()) > 5] == ["fixed", "group-seq.", "monitor"]
     assert any("expected saving against it: under the effect" in x and "95% joint interval" in x for x in lines)
-    assert any(x.startswith("  at equal power: the fixed t-test needs") for x in lines)
+    # the composite null's comparator: the fixed test valid for it, against the interval's upper end
+    end = mon["null_interval"][1]
+    assert any(x.startswith(f"  at equal power: the fixed one-sided t-test against {end:+.4f} needs") for x in lines)
     plan.save(tmp_path)
     assert json.loads((tmp_path / "monitor.json").read_text())["cap"] == mon["cap"]
 
@@ -214,9 +216,9 @@ def test_the_figures_are_measured_on_pools_disjoint_from_the_choosing_ones(monke
     mon = kind.monitor_section(spec, {"subjects": 12, "trials": 96, "runs": 1, "dollars": 1.2}, 0.8, 300, 3)
     choose_seeds, measure_seeds = pools.pool_seeds(3, "choose"), pools.pool_seeds(3, "measure")
     assert not {s + k for s in choose_seeds for k in (0, 1)} & {s + k for s in measure_seeds for k in (0, 1)}
-    assert mon["pools"] == {"choose": {"seeds": list(choose_seeds), "units": 360},
+    assert mon["pools"] == {"choose": {"seeds": list(choose_seeds), "units": 1440},
                             "measure": {"seeds": list(measure_seeds), "units": 720}}
-    c_eff, c_nul = (_tagged_pool(spec, 96, 1, 360, s, e) for s, e in zip(choose_seeds, (True, False), strict=True))
+    c_eff, c_nul = (_tagged_pool(spec, 96, 1, 1440, s, e) for s, e in zip(choose_seeds, (True, False), strict=True))
     m_eff, m_nul = (_tagged_pool(spec, 96, 1, 720, s, e) for s, e in zip(measure_seeds, (True, False), strict=True))
     np.testing.assert_array_equal(seen["choose"][0], c_eff)
     np.testing.assert_array_equal(seen["choose"][1], c_nul)

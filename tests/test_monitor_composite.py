@@ -115,3 +115,42 @@ def test_reduced_composite_null_table_holds_alpha_at_every_point() -> None:
     interval = next(line for line in out.splitlines() if "interval [" in line)
     lo, hi = (float(v) for v in interval.split("interval [")[1].split("]")[0].split(","))
     assert lo < 0 < hi
+
+
+def test_the_composite_comparator_is_the_one_sided_t_test_against_the_interval_end() -> None:
+    """At equal power the one-LLM composite monitor is compared with the fixed test valid for the same null, the
+    one-sided t-test of "mean <= the interval's upper end": on N(0.3, 1) units against the end 0.1 it needs
+    ((z_.95 + z_.8) / 0.2)^2 ≈ 155 units for power 0.8, where the two-sided t-test against 0 needs about 88."""
+    import cogtestbed.planning.kinds.monitor.monitor_kind as kind
+    from cogtestbed.planning.kinds.monitor.monitor_pools import Pools
+
+    rng = np.random.default_rng(5)
+    z = rng.standard_normal((4000, 1))
+    parts = 0.3 + (z - z.mean()) / z.std()  # mean 0.3, SD 1 exactly
+    measure = Pools("measure", parts[:, 0], np.empty(0), (1, 2), parts, None)
+    which = np.arange(4000) % 10
+    paths = {"rejected": rng.random(4000) < 0.8, "stop": np.full(4000, 60)}
+    ops = {"expected_null": 60.0, "expected_null_se": 1.0}
+    valid = kind._equal_power(measure, paths, which, ops, 300, "t-test", 0.05, 1.0, 0, null_end=0.1)
+    plain = kind._equal_power(measure, paths, which, ops, 300, "t-test", 0.05, 1.0, 0)
+    assert valid["equal_power"]["test"] == "one-sided t-test against +0.1000"
+    assert 140 <= valid["equal_power"]["fixed_size"] <= 172
+    assert 78 <= plain["equal_power"]["fixed_size"] <= 98
+    assert valid["saving"] == pytest.approx(1 - 60 / valid["equal_power"]["fixed_size"])
+
+
+def test_a_composite_monitor_is_simulated_to_three_times_the_valid_fixed_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pilot's normal approximation of the valid fixed test's size: ((z_.95 + z_.8) · sd / (mean − end))² + 2,
+    at most the longest composite study; an effect inside the null interval gets the longest."""
+    import cogtestbed.planning.kinds.monitor.monitor_kind as kind
+    from cogtestbed.planning.kinds.monitor.monitor_pools import Pools
+    from cogtestbed.studies.study_kinds import study_spec
+
+    spec = study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",), effect="optimism_bias",
+                      effect_size=0.2)
+    pilot = np.r_[np.full(30, 0.3 - 0.5), np.full(30, 0.3 + 0.5)]  # mean 0.3, sd 0.5 · sqrt(60/59)
+    monkeypatch.setattr(kind, "draw_pools", lambda *a, **k: Pools("pilot", pilot, np.empty(0), (1, 2)))
+    n = kind.valid_fixed_guess(spec, 96, 1, 0, {"interval": [-0.3, 0.1]}, 0.8)
+    assert n == pytest.approx((2.486475 * 0.5 * np.sqrt(60 / 59) / 0.2) ** 2 + 2, rel=1e-4)
+    inside = kind.valid_fixed_guess(spec, 96, 1, 0, {"interval": [-0.3, 0.35]}, 0.8)
+    assert inside == kind.LONGEST_COMPOSITE / kind.MAX_FACTOR

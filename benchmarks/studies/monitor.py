@@ -62,7 +62,8 @@ def run(args: argparse.Namespace) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             row = ({"reason": q.needs} if q.spec is None else
-                   validate_question(q.spec, sims=args.studies, seed=args.seed, max_units=args.max_units))
+                   validate_question(q.spec, sims=args.studies, seed=args.seed, max_units=args.max_units,
+                                     pool_factor=args.pool_factor))
         load = subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
         line = {"question": q.name, "needs": q.needs, **row, "wall_s": time.perf_counter() - wall, "uptime": load}
         with out.open("a") as fh:
@@ -158,6 +159,8 @@ def main() -> None:
     r.add_argument("--studies", type=int, default=4000, help="simulated studies per hypothesis")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--max-units", type=int, default=120, help="skip a question whose fixed design needs more")
+    r.add_argument("--pool-factor", type=int, default=None,
+                   help="longest studies per measuring sub-pool (default the plan's, 2): more, a smaller MC error")
     r.add_argument("--out", default="monitor.jsonl")
     t = sub.add_parser("table", help="print the table of JSON-lines files")
     t.add_argument("files", nargs="+")

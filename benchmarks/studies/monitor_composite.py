@@ -1,30 +1,46 @@
 """The one-LLM RW± optimism monitor against its composite null over the declared nuisance region: type-I at
 every point of a fresh grid (offset from the choosing grid, plus the region's corners) with a look after every
-subject up to 3× the cap, and power / expected subjects under the plan's effect beside the fixed t-test.
+subject up to 3× the cap, and power / expected subjects under the plan's effect beside the fixed design valid
+for the same null, at equal power.
 
 Roles and seeds: the *choosing* role (``seed``) measures the null interval on the choosing grid
-(:func:`~cogtestbed.planning.kinds.monitor.monitor_composite.composite_null`), fixes the Kelly bet, the cap (the
-smallest size with power ≥ 0.8 on choosing studies) and the fixed t-test's size; every printed rate comes from
-*measuring* pools of other seeds (``SeedSequence([seed, 95, role, k])``).  Studies are random orderings of one
-of 10 disjoint sub-pools of a pool simulated once per point: the MC SE is the larger of the binomial and the
-between-sub-pool one, the upper bound the larger of rate + 1.645 SE and Clopper–Pearson's.
+(:func:`~cogtestbed.planning.kinds.monitor.monitor_composite.composite_null`), fixes the Kelly bet and, together,
+the futility e-value and the cap (:func:`~cogtestbed.planning.kinds.monitor.monitor_kind.choose_futility`: the
+pair with the smallest expected size whose power on the choosing studies clears the target 0.8 by 0.03); every
+printed rate comes from *measuring* pools of other seeds (``SeedSequence([seed, 95, role, k])``).  Studies are
+random orderings of one of 10 disjoint sub-pools of a pool simulated once per point: the MC SE is the larger of
+the binomial and the between-sub-pool one, the upper bound the larger of rate + 1.645 SE and Clopper–Pearson's.
 
-``python benchmarks/studies/monitor_composite.py [--studies 2000] [--per-point 200] [--seed 0] [--quick]``
-(a simulated subject's MLE costs ≈ 0.3 CPU s: the full table, 13 points × 10 sub-pools × 3× the cap, is hours of
-CPU; ``--quick``: 4 points, small pools, a reduced check).
+The fixed comparator is the fixed test valid for the same composite null: the one-sided one-sample t-test of
+"mean ≤ the interval's upper end" (the effect's side), sized for the monitor's own fresh power on the same
+fresh pools (:func:`~cogtestbed.planning.equal_power.equal_power_saving`: a joint 95 % interval from a
+leave-one-sub-pool-out jackknife).  The usual two-sided t-test against 0 is printed beside it for contrast: it
+is not valid for this null (its null rejection rate at each point is the table's last column).
+
+``python benchmarks/studies/monitor_composite.py [--studies 2000] [--per-point 300] [--max-length 300]
+[--seed 0] [--cache DIR] [--quick]`` (about 15 ms CPU a simulated subject: the full table, 13 points × 10
+sub-pools × 3× the cap, is about 20 CPU minutes; ``--cache``: keep each simulated pool as a ``.npy`` file and
+reuse it; ``--quick``: 4 points, small pools, a reduced check).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from scipy import stats
 
+import cogtestbed.planning.kinds.monitor.monitor_composite as composite_module
+from cogtestbed.planning.equal_power import equal_power_saving, power_curve, size_at
 from cogtestbed.planning.kinds.monitor.eprocess import first_crossing, kelly_bet, log_capital, tested_scale
-from cogtestbed.planning.kinds.monitor.monitor_composite import center_width, composite_null, grid, point_pool
+from cogtestbed.planning.kinds.monitor.monitor_composite import center_width, composite_null, grid
+from cogtestbed.planning.kinds.monitor.monitor_kind import choose_futility, operate
 from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, studies, subject_pool, upper_bound
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -37,83 +53,144 @@ def seed_of(seed: int, role: int, k: int) -> int:
     return int(np.random.SeedSequence([seed, 95, role, k]).generate_state(1)[0] >> 1)
 
 
-def crossings(x: np.ndarray, lo: float, hi: float, interval: list[float], bet: float, level: float) -> np.ndarray:
+def cached(fn: Callable[..., np.ndarray], folder: str | None, tag: str) -> Callable[..., np.ndarray]:
+    """``fn(spec, *args)`` kept as ``folder/tag-KEY.npy`` (KEY: a digest of the study and the arguments) and
+    read back on the next call with the same ones; ``folder`` None: ``fn`` itself."""
+    if folder is None:
+        return fn
+
+    def wrapped(spec: Any, *args: Any) -> np.ndarray:
+        key = json.dumps([tag, spec.model_dump(mode="json"), [sorted(a.items()) if isinstance(a, dict) else a
+                                                              for a in args]], default=str, sort_keys=True)
+        path = Path(folder) / f"{tag}-{hashlib.sha256(key.encode()).hexdigest()[:20]}.npy"
+        if path.exists():
+            return np.load(path)
+        out = fn(spec, *args)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, out)
+        return out
+
+    return wrapped
+
+
+def crossings(x: np.ndarray, lo: float, hi: float, interval: list[float], bet: float, level: float,
+              futility: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per study the 1-based look at which the e-value first reaches 1/level, and at which it first falls to
+    ``futility`` (0: never)."""
     c, w = center_width(interval)
     y, m, width = tested_scale(x - c, lo - c, hi - c, w)
-    return first_crossing(log_capital(y, m, planned=bet, halfwidth=width), level)
+    log_k = log_capital(y, m, planned=bet, halfwidth=width)
+    low = log_k <= math.log(futility) if futility else np.zeros(log_k.shape, bool)
+    return first_crossing(log_k, level), np.where(low.any(axis=-1), low.argmax(axis=-1) + 1, 0)
 
 
-def fixed_null(nul: np.ndarray, n: int | None, level: float) -> str:
-    """The two-sided t-test against 0 at ``n`` (the equal-power fixed comparator): its rejection rate on the
-    null studies' first ``n`` subjects (it is not valid over the region: the MLE's null mean is not 0)."""
-    return "-" if n is None else f"{(stats.ttest_1samp(nul[:, :n], 0.0, axis=1).pvalue < level).mean():.4f}"
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}%"
+
+
+def effect_rows(spec: Any, lo: float, hi: float, interval: list[float], rule: dict[str, Any], pool: np.ndarray,
+                reps: int, nb: int, rng: np.random.Generator, level: float) -> int | None:
+    """Power and E[n] under the effect on the fresh pool, the valid fixed test at equal power (both powers,
+    the cost with its joint interval) and the two-sided t-test against 0 for contrast; returns the latter's
+    equal-power size (the null table's last column)."""
+    c, w = center_width(interval)
+    cap, fut = rule["cap"], rule["futility"]
+    eff, which = studies(pool, reps, cap, rng, batches=nb)
+    ops = operate(eff - c, which, eff[:2] - c, which[:2], lo - c, hi - c, level, POWER, rule["bet"], w, None,
+                  cap=cap, futility=fut)
+    sizes = np.arange(2, min(2 * cap, pool.size // nb) + 1)
+    # one-sided t-test of "mean <= the upper end" at level: the two-sided test at 2·level in the effect's direction
+    hits, hw = power_curve((pool - interval[1])[:, None], nb, sizes, "t-test", 2 * level, 1.0, rng)
+    eq = equal_power_saving(ops["paths"]["rejected"], ops["paths"]["stop"], which, hits, hw, sizes)
+    zero_hits, _ = power_curve(pool[:, None], nb, sizes, "t-test", level, 0.0, rng)
+    n_zero = size_at(sizes, zero_hits.mean(axis=1), ops["power"])
+    lo_i, hi_i = eq["interval"]
+    print(f"under the effect ({reps} fresh studies, {pool.size} subjects): monitor power {ops['power']:.3f}"
+          f"±{ops['power_se']:.3f}, E[n] {ops['expected_effect']:.1f}±{ops['expected_effect_se']:.1f} (cap {cap})")
+    print(f"  the fixed one-sided t-test of mean <= {interval[1]:+.4f} (valid for the same null) at equal power: "
+          f"n* {eq['fixed_size']:.1f}±{eq['fixed_size_se']:.1f} (its power at {eq['fixed_size_whole']}: "
+          f"{eq['fixed_power']:.3f}±{eq['fixed_power_se']:.3f}; the monitor's {eq['sequential_power']:.3f}"
+          f"±{eq['sequential_power_se']:.3f})")
+    print(f"  monitor against it: cost {_pct(-eq['saving'])} (joint 95% {_pct(-hi_i)} to {_pct(-lo_i)}); saving "
+          f"{_pct(eq['saving'])}")
+    print(f"  the two-sided t-test against 0 (not valid for this null) reaches that power at n {n_zero:.1f}")
+    return None if not math.isfinite(n_zero) else math.ceil(n_zero)
+
+
+def choose_rule(spec: Any, lo: float, hi: float, interval: list[float], c_eff: np.ndarray, length: int,
+                reps: int, rng: np.random.Generator, level: float) -> dict[str, Any]:
+    """The Kelly bet, the futility e-value and the cap, all from the choosing pool ``c_eff``."""
+    c, w = center_width(interval)
+    y, m, width = tested_scale(c_eff - c, lo - c, hi - c, w)
+    bet = kelly_bet(y, m, width)
+    choose, _ = studies(c_eff, reps, min(length, c_eff.size), rng, batches=1)
+    fut, picked = choose_futility(choose - c, choose[:2] - c, lo - c, hi - c, level, POWER, (bet, w, None))
+    return {"bet": bet, "futility": fut, "cap": int(picked["cap"]), "reached": bool(picked["reached"]),
+            "choose_power": float(picked["power"]), "choose_expected": float(picked["expected_effect"])}
+
+
+def null_row(point: dict[str, float], nul: np.ndarray, nw: np.ndarray, rule: dict[str, Any], args: tuple[Any, ...],
+             n_zero: int | None, level: float) -> str:
+    """One null point's rejection rates: the design's to the cap (futility stops included), the e-process's at
+    any look to 3× the cap, and the two-sided t-test against 0 at ``n_zero``."""
+    from scipy import stats
+
+    t, f = crossings(nul, *args, rule["bet"], level, rule["futility"])
+    design = (t > 0) & (t <= rule["cap"]) & ((f == 0) | (t < f))
+    r, r_se = rate_and_se(design, nw)
+    ra, ra_se = rate_and_se(t > 0, nw)
+    reps = nul.shape[0]
+    tt = "-" if n_zero is None else f"{(stats.ttest_1samp(nul[:, :n_zero], 0.0, axis=1).pvalue < level).mean():.4f}"
+    return (f"  alpha {point['alpha']:<6.3g} beta {point['beta']:<12.3g} {r:>8.4f} {upper_bound(r, r_se, reps):>8.4f}"
+            f" {ra:>10.4f} {upper_bound(ra, ra_se, reps):>8.4f} {reps:>7} {tt:>11}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--studies", type=int, default=2000)
-    ap.add_argument("--per-point", type=int, default=200)
+    ap.add_argument("--per-point", type=int, default=300)
+    ap.add_argument("--choose-subjects", type=int, default=2000, help="the choosing pool under the effect")
     ap.add_argument("--level", type=float, default=0.05)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batches", type=int, default=BATCHES, help="sub-pools per measuring pool")
-    ap.add_argument("--max-length", type=int, default=180, help="the longest cap considered")
+    ap.add_argument("--max-length", type=int, default=300, help="the longest cap considered")
+    ap.add_argument("--cache", help="a folder keeping each simulated pool (reused on the next run)")
     ap.add_argument("--quick", action="store_true")
     a = ap.parse_args()
     from cogtestbed.planning.kinds.monitor.monitor_kind import _model_statistic
 
+    composite_module.point_pool = cached(composite_module.point_pool, a.cache, "point")  # type: ignore[assignment]
+    subjects = cached(subject_pool, a.cache, "subject")
     exp, spec = question()
     lo, hi, _ = _model_statistic(spec)
     per = 40 if a.quick else a.per_point
     comp = composite_null(spec, None, 1, a.seed, n=per, points=(2, 2) if a.quick else (4, 3))
     interval = comp["interval"]
-    c, w = center_width(interval)
     rng = np.random.default_rng(np.random.SeedSequence([a.seed, 95, 9]))
-    c_eff = subject_pool(spec, None, 1, 200 if a.quick else 1000, seed_of(a.seed, 0, 0))
-    print(f"effect pool: mean {np.nanmean(c_eff):+.4f}, sd {np.nanstd(c_eff):.4f}", flush=True)
-    y, m, width = tested_scale(c_eff - c, lo - c, hi - c, w)
-    bet = kelly_bet(y, m, width)
-    length = 60 if a.quick else a.max_length
-    choose, _ = studies(c_eff, 200 if a.quick else 1000, min(length, c_eff.size), rng, batches=1)
-    t = crossings(choose, lo, hi, interval, bet, a.level)
-    by_n = np.array([((t > 0) & (t <= n)).mean() for n in range(1, choose.shape[1] + 1)])
-    cap = int(np.flatnonzero(by_n >= POWER)[0] + 1) if (by_n >= POWER).any() else choose.shape[1]
+    c_eff = subjects(spec, None, 1, 200 if a.quick else a.choose_subjects, seed_of(a.seed, 0, 0))
+    print(f"choosing effect pool: mean {np.nanmean(c_eff):+.4f}, sd {np.nanstd(c_eff):.4f}", flush=True)
+    rule = choose_rule(spec, lo, hi, interval, c_eff, 60 if a.quick else a.max_length, 200 if a.quick else 1000, rng,
+                       a.level)
     print(f"RW± optimism {spec.effect_size:g}, one LLM; composite null over "
           + ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in comp["region"].items())
           + f": interval [{interval[0]:+.4f}, {interval[1]:+.4f}] ({len(comp['points'])} choosing points × {per} "
-          f"subjects, margin {comp['margin_se']:g} SE); cap {cap}, Kelly bet {bet:.3f}")
+          f"subjects, margin {comp['margin_se']:g} SE); Kelly bet {rule['bet']:.3f}, futility at K_t <= "
+          f"{rule['futility']}, cap {rule['cap']} (choosing power {rule['choose_power']:.3f}"
+          f"{'' if rule['reached'] else ', target not reached'})")
     for p in comp["points"]:
         print(f"  choosing point alpha {p['alpha']:.3g} beta {p['beta']:.3g}: null mean {p['mean']:+.4f}"
               f"±{p['se']:.4f}")
-    reps = 200 if a.quick else a.studies
-    span = 3 * cap
-    nb = 2 if a.quick else a.batches
-    m_eff = subject_pool(spec, None, 1, nb * span, seed_of(a.seed, 1, 0))
-    eff, which = studies(m_eff, reps, span, rng, batches=nb)
-    t_e = crossings(eff, lo, hi, interval, bet, a.level)
-    pw, pw_se = rate_and_se((t_e > 0) & (t_e <= cap), which)
-    e_n, e_se = rate_and_se(np.where((t_e > 0) & (t_e <= cap), t_e, cap), which)
-    fixed = [(n, (stats.ttest_1samp(eff[:, :n], 0.0, axis=1).pvalue < a.level).mean()) for n in range(3, span)]
-    n_eq = next((n for n, p in fixed if p >= pw), None)
-    top = [(n, (stats.ttest_1samp(eff[:, :n], interval[1], axis=1, alternative="greater").pvalue < a.level).mean())
-           for n in range(3, span)]
-    n_top = next((n for n, p in top if p >= pw), None)
-    print(f"under the effect ({reps} studies): power {pw:.3f}±{pw_se:.3f}, E[n] {e_n:.1f}±{e_se:.1f}; the fixed "
-          f"two-sided t-test against 0 reaches that power at n {n_eq}: monitor "
-          + ("-" if n_eq is None else f"{100 * (e_n / n_eq - 1):+.1f}% against it")
-          + f"; the fixed one-sided t-test against the interval's upper end at n {n_top}: monitor "
-          + ("-" if n_top is None else f"{100 * (e_n / n_top - 1):+.1f}% against it"), flush=True)
+    reps, nb = (200, 2) if a.quick else (a.studies, a.batches)
+    m_eff = subjects(spec, None, 1, nb * 2 * rule["cap"], seed_of(a.seed, 1, 0))
+    n_zero = effect_rows(spec, lo, hi, interval, rule, m_eff, reps, nb, rng, a.level)
+    span = 3 * rule["cap"]
     print(f"  {'null point':<28} {'to cap':>8} {'upper':>8} {'to 3xcap':>10} {'upper':>8} {'studies':>7} "
-          f"{'t-test@' + str(n_eq):>11}")
+          f"{'t-test@' + str(n_zero):>11}", flush=True)
     points = grid(comp["region"], (2, 2)) if a.quick else grid(comp["region"], (4, 4), offset=True)
     for k, point in enumerate(points):
-        pool = point_pool(spec, None, 1, nb * span, seed_of(a.seed, 2, k), point)
+        pool = composite_module.point_pool(spec, None, 1, nb * span, seed_of(a.seed, 2, k), point)
         nul, nw = studies(pool, reps, span, rng, batches=nb)
-        tn = crossings(nul, lo, hi, interval, bet, a.level)
-        r, r_se = rate_and_se((tn > 0) & (tn <= cap), nw)
-        ra, ra_se = rate_and_se(tn > 0, nw)
-        print(f"  alpha {point['alpha']:<6.3g} beta {point['beta']:<12.3g} {r:>8.4f} {upper_bound(r, r_se, reps):>8.4f}"
-              f" {ra:>10.4f} {upper_bound(ra, ra_se, reps):>8.4f} {reps:>7} {fixed_null(nul, n_eq, a.level):>11}",
-              flush=True)
+        print(null_row(point, nul, nw, rule, (lo, hi, interval), n_zero, a.level), flush=True)
 
 
 if __name__ == "__main__":

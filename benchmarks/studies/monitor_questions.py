@@ -73,23 +73,29 @@ def declared_questions(exp: Any, groups: tuple[int, ...] = (1,)) -> list[Questio
                 except InputError as exc:
                     out.append(Question(label, None, f"not monitored: {exc}"))
                     continue
-                needs = (f"every estimate in [{lo:g}, {hi:g}] (declared bounds) and its null mean in the simulated "
-                         "bias interval" if g == 1 else "exchangeability of the two LLMs' subjects under the null")
+                needs = (f"every estimate in [{lo:g}, {hi:g}] (declared bounds) and its null mean in the null "
+                         "interval (the declared nuisance region's, else the simulated bias)" if g == 1
+                         else "exchangeability of the two LLMs' subjects under the null")
                 out.append(Question(label, spec, needs))
     return out
 
 
 def validate_question(spec: Any, power: float = 0.8, sims: int = 2000, seed: int = 0,
-                      max_units: int = MAX_UNITS) -> dict[str, Any]:
-    """The three designs of one question measured on simulated pools (see the module docstring): the monitor
-    section (:func:`~cogtestbed.planning.kinds.monitor.monitor_kind.designs_on_pools`) with the fixed t-test at its
-    chosen size (``fixed``), CPU seconds and the units simulated; a question whose fixed size exceeds
-    ``max_units`` (by the pilot's normal approximation) gives ``{"reason"}`` instead."""
+                      max_units: int = MAX_UNITS, pool_factor: int | None = None) -> dict[str, Any]:
+    """The three designs of one question measured on simulated pools (see the module docstring; a one-LLM
+    question with a declared nuisance region tests its composite null, simulated to three times the size of the
+    fixed test valid for it): the monitor section
+    (:func:`~cogtestbed.planning.kinds.monitor.monitor_kind.designs_on_pools`) with the fixed t-test at its chosen size
+    (``fixed``), CPU seconds and the units simulated; a question whose fixed size exceeds
+    ``max_units`` (by the pilot's normal approximation) gives ``{"reason"}`` instead.  ``pool_factor``: each
+    measuring sub-pool holds this many longest studies (default the plan's ``POOL_FACTOR``; more: a smaller MC
+    error of every fresh figure, the studies of a sub-pool sharing fewer units)."""
     import numpy as np
     from scipy import stats
 
+    from cogtestbed.planning.kinds.monitor.monitor_composite import composite_null, has_region
     from cogtestbed.planning.kinds.monitor.monitor_gs import fixed_size, prefix_table
-    from cogtestbed.planning.kinds.monitor.monitor_kind import MAX_FACTOR, designs_on_pools
+    from cogtestbed.planning.kinds.monitor.monitor_kind import MAX_FACTOR, designs_on_pools, valid_fixed_guess
     from cogtestbed.planning.kinds.monitor.monitor_pools import BATCHES, POOL_FACTOR, choose_size, draw_pools, studies
     from cogtestbed.planning.kinds.sequential.seqplan import direction
 
@@ -104,19 +110,24 @@ def validate_question(spec: Any, power: float = 0.8, sims: int = 2000, seed: int
     if not guess <= max_units:
         return {"reason": f"the fixed design needs about {guess} units (pilot mean {mean:+.3g}, SD {sd:.3g}): more "
                           f"than {max_units}, not simulated", "cpu_s": time.process_time() - start}
+    composite = None
+    if not metric and spec.groups == 1 and has_region(spec):  # the null over the declared nuisance region
+        composite = composite_null(spec, trials, runs, seed)
+        guess = max(guess, math.ceil(valid_fixed_guess(spec, trials, runs, seed, composite, power)))
+    factor = POOL_FACTOR if pool_factor is None else int(pool_factor)
     choose_n = choose_size(BATCHES * POOL_FACTOR * max(MIN_LENGTH, math.ceil(MAX_FACTOR * guess)))
     choose = draw_pools(spec, trials, runs, choose_n, seed, "choose")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 7_475]))
     top = min(choose_n, max_units)  # the fixed size is searched on studies as long as the choosing pool allows
     n_fix, reached = fixed_size(prefix_table(studies(choose.effect, sims, top, rng, batches=1)[0]), top,
                                 spec.level, power, direction(spec))
-    length = min(choose_n, max(MIN_LENGTH, math.ceil(MAX_FACTOR * n_fix)))
-    pool_n = BATCHES * POOL_FACTOR * length
+    length = min(choose_n, max(MIN_LENGTH, math.ceil(MAX_FACTOR * (n_fix if composite is None else guess))))
+    pool_n = BATCHES * factor * length
     measure = draw_pools(spec, trials, runs, pool_n, seed, "measure")
-    out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed)
+    out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, composite=composite)
     units = (PILOT_UNITS + 2 * (choose_n + pool_n)) * (2 if metric or spec.groups == 2 else 1)
     return {**out, "fixed": {**out["fixed_measured"], "reached": reached}, "pilot_guess": guess, "trials": trials,
-            "runs": runs, "simulated_units": units, "cpu_s": time.process_time() - start}
+            "runs": runs, "pool_factor": factor, "simulated_units": units, "cpu_s": time.process_time() - start}
 
 
 __all__ = ["MAX_UNITS", "MIN_LENGTH", "PILOT_UNITS", "Question", "declared_questions", "validate_question"]

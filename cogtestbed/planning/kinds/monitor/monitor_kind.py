@@ -156,6 +156,13 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
     n_fix = int(chosen["runs"] if metric else chosen["subjects"])
     trials, runs = chosen.get("trials"), 1 if metric else int(chosen.get("runs") or 1)
     length = max(4, math.ceil(MAX_FACTOR * n_fix))
+    composite = None
+    if not metric and spec.groups == 1 and has_region(spec):
+        if say is not None:
+            say("monitor: the null mean of the per-subject statistic over the declared nuisance region "
+                f"({GRID_POINTS[0] * GRID_POINTS[1]} points, {SUBJECTS_PER_POINT} simulated subjects each)")
+        composite = composite_null(spec, trials, runs, seed)
+        length = max(length, math.ceil(MAX_FACTOR * valid_fixed_guess(spec, trials, runs, seed, composite, power)))
     pool_n = BATCHES * POOL_FACTOR * length
     groups = 2 if metric else spec.groups
     if say is not None:
@@ -164,12 +171,6 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
             f"after every unit up to {length}")
     choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, CHOOSE_ROLE)
     measure = draw_pools(spec, trials, runs, pool_n, seed, REPORT_ROLE)
-    composite = None
-    if not metric and spec.groups == 1 and has_region(spec):
-        if say is not None:
-            say("monitor: the null mean of the per-subject statistic over the declared nuisance region "
-                f"({GRID_POINTS[0] * GRID_POINTS[1]} points, {SUBJECTS_PER_POINT} simulated subjects each)")
-        composite = composite_null(spec, trials, runs, seed)
     out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential, composite)
     per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
     out.update({"trials": trials, "runs": runs, "dollars_per_unit": per_unit,
@@ -177,6 +178,34 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
                    for k in ("effect", "null")},
                 "dollars_cap": None if per_unit is None else per_unit * out["cap"]})
     return out
+
+
+#: Units of the pilot pool (under the effect, the pilot seed stream) that sizes a composite-null monitor.
+PILOT_UNITS = 400
+#: The longest study a composite-null monitor is simulated to, in units.
+LONGEST_COMPOSITE = 400
+
+
+def valid_fixed_guess(spec: Any, trials: int | None, runs: int, seed: int, composite: Mapping[str, Any],
+                      power: float) -> float:
+    """The size of the fixed test valid for the composite null (the one-sided t-test of the mean against the
+    null interval's end in the effect's direction) at ``power``, by the normal approximation on a pilot pool
+    under the effect (:data:`PILOT_UNITS`, the pilot seed stream): the monitor is simulated to
+    :data:`MAX_FACTOR` times it (the fixed plan's own size is the t-test against 0, which that null does not
+    allow), at most :data:`LONGEST_COMPOSITE` units."""
+    from scipy import stats
+
+    from cogtestbed.planning.kinds.sequential.seqplan import direction
+
+    pilot = draw_pools(spec, trials, runs, PILOT_UNITS, seed, "pilot", null=False).effect
+    pilot = pilot[np.isfinite(pilot)]
+    dirn = direction(spec) or 1.0
+    end = float(composite["interval"][1] if dirn > 0 else composite["interval"][0])
+    gap = dirn * (float(pilot.mean()) - end) if pilot.size > 1 else 0.0
+    if not gap > 0:
+        return LONGEST_COMPOSITE / MAX_FACTOR
+    z = float(stats.norm.isf(spec.level) + stats.norm.ppf(power))
+    return min(LONGEST_COMPOSITE / MAX_FACTOR, (z * float(pilot.std(ddof=1)) / gap) ** 2 + 2)
 
 
 def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, length: int, power: float, sims: int,
@@ -232,7 +261,8 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
            "fixed_measured": fixed_measured(eff, nul, eff_which, nul_which, min(n_fix, length), spec.level, dirn),
            "saving_fixed_plan": 1.0 - ops["expected_effect"] / n_fix,
            "saving_fixed_plan_se": ops["expected_effect_se"] / n_fix}
-    out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed))
+    end = None if composite is None else float(composite["interval"][1 if dirn >= 0 else 0])
+    out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed, end))
     out["protocol"] = _report(seed, measure, out)
     if group_sequential and n_fix >= 2 * GS_LOOKS:
         out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
@@ -264,16 +294,23 @@ def _fixed_test(spec: Any, metric: bool) -> str:
 
 
 def _equal_power(measure: Pools, paths: Mapping[str, np.ndarray], which: np.ndarray, ops: Mapping[str, Any],
-                 length: int, test: str, level: float, dirn: float, seed: int) -> dict[str, Any]:
+                 length: int, test: str, level: float, dirn: float, seed: int,
+                 null_end: float | None = None) -> dict[str, Any]:
     """The saving against the fixed test sized for the monitor's own power on the reporting pools
-    (:func:`~cogtestbed.planning.equal_power.equal_power_saving`), under the effect and the null."""
+    (:func:`~cogtestbed.planning.equal_power.equal_power_saving`), under the effect and the null.
+    ``null_end``: a composite null's interval end in the effect's direction; the comparator is then the fixed
+    test valid for that null, the one-sided t-test of the mean against it."""
     from cogtestbed.planning.equal_power import equal_power_saving, power_curve
 
     if measure.effect_parts is None or measure.effect_parts.size == 0:
         return {}
     sizes = np.arange(2, length + 1)
     rng = monitor_streams(seed).generator("reporting", 95)
-    hits, hit_which = power_curve(measure.effect_parts, BATCHES, sizes, test, level, dirn, rng)
+    parts = measure.effect_parts if null_end is None else measure.effect_parts - null_end
+    if null_end is not None:  # one-sided at level: the two-sided test at 2·level in the effect's direction
+        test, level, dirn = f"one-sided t-test against {null_end:+.4f}", 2 * level, dirn or 1.0
+    hits, hit_which = power_curve(parts, BATCHES, sizes, "t-test" if null_end is not None else test, level,
+                                  dirn, rng)
     eq = equal_power_saving(paths["rejected"], paths["stop"], which, hits, hit_which, sizes)
     n_star = eq["fixed_size"]
     null_saving = 1.0 - ops["expected_null"] / n_star if n_star > 0 else math.nan

@@ -29,8 +29,10 @@ from cogtestbed.errors import InputError
 BATCHES = 10
 #: Each measuring sub-pool holds this many times the longest study's units.
 POOL_FACTOR = 2
-#: The choosing pools' size as a share of the measuring pools' (each choosing sub-pool holds one longest study).
-CHOOSE_SHARE = 0.5
+#: The choosing pools' size as a multiple of the measuring pools': the cap and the futility boundary are set
+#: where the choosing studies' power first clears the target, so that pool's own chance (its mean's error)
+#: moves the fresh power; at half the measuring pools' size it moved it by several hundredths.
+CHOOSE_SHARE = 2.0
 #: The roles of the pools, in the order their seed streams are numbered (a pilot sizes the others, choosing too).
 ROLES = ("choose", "measure", "pilot")
 

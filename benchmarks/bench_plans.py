@@ -80,7 +80,7 @@ def documented_plans() -> list[tuple[str, str]]:
 def seconds_of(text: str) -> float | None:
     """Seconds of a duration as the planner prints it (``5.7 s``, ``22 min 42 s``, ``1 h 3 min``, ``850 ms``)."""
     units = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
-    parts = re.findall(r"([\d.]+)\s*(ms|s|min|h)\b", text)
+    parts = re.findall(r"(\d[\d.]*(?:e[+-]?\d+)?)\s*(ms|s|min|h)\b", text)
     return sum(float(v) * units[u] for v, u in parts) if parts else None
 
 
@@ -318,6 +318,8 @@ def main() -> None:
                     help="CPU seconds (process tree) before a plan is stopped: on a loaded machine, not wall")
     ap.add_argument("--headline", action="store_true",
                     help="the experiments' declared headline questions (paper design, two LLMs) instead of the docs'")
+    ap.add_argument("--bound", action="store_true",
+                    help="only each plan's --max-seconds bound: the plan run with --max-seconds 1, its refusal read")
     args = ap.parse_args()
     plans = [(f, c) for f, c in (headline_plans() if args.headline else documented_plans())
              if args.only is None or args.only in c]
@@ -331,6 +333,10 @@ def main() -> None:
             continue
         if args.baseline is not None:
             compare(i, command, args.limit, args.baseline, args.rounds, args.cpu_limit)
+            continue
+        if args.bound:
+            print(f"{i:2d} {bound_words(run(command + ' --max-seconds 1', args.limit, cpu_limit=args.cpu_limit))} | "
+                  f"{where}: {command}", flush=True)
             continue
         r = run(command, args.limit, cpu_limit=args.cpu_limit)
         wall = "" if "wall" not in r else (
@@ -347,6 +353,33 @@ def main() -> None:
         if r.get("answer"):
             last += f"; answer: {r['answer']}"
         print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)
+
+
+BOUND = re.compile(r"this plan's search may take up to (?P<bound>.+?) if it settles at the top of the range "
+                   r"\((?P<studies>[\d,]+) simulated studies on (?P<workers>\d+) workers?; one takes (?P<one>.+?) at")
+
+
+def bound_of(line: str) -> tuple[float, int, float] | None:
+    """(bound seconds, simulated studies, seconds of the one timed study) of a ``--max-seconds`` refusal line."""
+    m = BOUND.search(line)
+    if m is None:
+        return None
+    bound, one = seconds_of(m["bound"]), seconds_of(m["one"])
+    if bound is None or one is None:
+        return None
+    return bound, int(m["studies"].replace(",", "")), one
+
+
+def bound_words(r: dict[str, Any]) -> str:
+    """``bound 1 min 40 s (100.0 s; 432 studies; one 0.41 s), the probe 12.3 s CPU, load 3.1`` of a plan
+    run with ``--max-seconds 1`` (what it said instead where it was not refused)."""
+    found = bound_of(r.get("last", ""))
+    load = os.getloadavg()[0]
+    if found is None:
+        return f"[{r['status']}] no bound read (load {load:.1f}): {r.get('last', '')}"
+    bound, studies, one = found
+    return (f"bound {bound:.1f} s ({studies:,} studies; one {one:.2f} s), the probe {r['cpu']:.1f} s CPU "
+            f"{r['wall']:.1f} s wall, load {load:.1f}")
 
 
 def look_words(r: dict[str, Any]) -> str:

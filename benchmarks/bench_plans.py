@@ -33,6 +33,7 @@ import os
 import re
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -306,6 +307,13 @@ def eta_errors(said: list[tuple[float, str]]) -> list[float]:
     return out
 
 
+def eta_words(errors: list[float]) -> str:
+    """``median 1.6x, 82% within 2x, at most 23.0x (17 ETAs)`` of :func:`eta_errors`."""
+    median = statistics.median(errors)
+    within = sum(e <= 2 for e in errors) / len(errors)
+    return f"median {median:.1f}x, {within:.0%} within 2x, at most {max(errors):.1f}x ({len(errors)} ETAs)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=300.0, help="seconds before a plan is stopped")
@@ -349,7 +357,7 @@ def main() -> None:
         over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
         last = f"; said: {r['last']}" if r.get("last") else ""
         if r.get("eta_errors"):
-            last += f"; ETA error after the first design: at most {max(r['eta_errors']):.1f}x ({len(r['eta_errors'])})"
+            last += f"; ETA error after the first design: {eta_words(r['eta_errors'])}"
         if r.get("answer"):
             last += f"; answer: {r['answer']}"
         print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)

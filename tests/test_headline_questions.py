@@ -92,3 +92,7 @@ def test_bound_is_read_from_the_max_seconds_refusal() -> None:
             "the largest range that fits is --runs 2:3 (up to 0.9 s), or raise --max-seconds")
     assert bench.bound_of(line) == (125.0, 1432, pytest.approx(0.035))
     assert bench.bound_of("error: --runs: bad") is None
+
+
+def test_eta_words_give_the_median_the_share_within_2x_and_the_worst() -> None:
+    assert _bench().eta_words([1.0, 3.0, 1.5, 23.0]) == "median 2.2x, 50% within 2x, at most 23.0x (4 ETAs)"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
 from cogtestbed.progress import Heartbeat
 
@@ -81,3 +83,14 @@ def test_pricing_the_sessions_runs_on_the_plans_workers() -> None:
         planner.price_sessions([{"trials": t} for t in (100, 200)])
         assert hb.done == 0
     assert pooled == [([(100, 3), (200, 3)], 2)]
+
+
+def test_the_eta_counts_down_from_the_last_finished_unit() -> None:
+    """6 of 24 units done 30 s into the phase: 90 s left then, 70 s twenty seconds later (not 150 s: the wait is
+    part of the next chunk); once the countdown has run out, the rate including the wait (200 s for 6: 600 s)."""
+    from cogtestbed.progress import Heartbeat
+
+    hb = Heartbeat(lambda _: None)
+    hb.phase("fixed plan: simulating 8 runs", 24)
+    hb.since, hb.ticked, hb.done = 0.0, 30.0, 6
+    assert [hb.remaining(30.0), hb.remaining(50.0), hb.remaining(200.0)] == pytest.approx([90.0, 70.0, 600.0])

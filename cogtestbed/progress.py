@@ -263,8 +263,9 @@ HEARTBEAT_INTERVAL = 10.0
 
 class Heartbeat:
     """A line every :data:`HEARTBEAT_INTERVAL` seconds while long work runs (a daemon thread):
-    the phase, units done of the phase's total, time elapsed and the phase's ETA (from its rate so
-    far; ``ETA unknown`` before the first unit or without a total).
+    the phase, units done of the phase's total, time elapsed and the phase's ETA (its rate up to the
+    last finished unit, counted down since: :meth:`remaining`; ``ETA unknown`` before the first unit or
+    without a total).
 
     The work sets the phase (:meth:`phase`) and counts units as they finish (:meth:`advance`);
     the thread only reads, so the work never waits on it.  ``with Heartbeat(say):`` starts and

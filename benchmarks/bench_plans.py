@@ -33,6 +33,7 @@ import os
 import re
 import resource
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -80,7 +81,7 @@ def documented_plans() -> list[tuple[str, str]]:
 def seconds_of(text: str) -> float | None:
     """Seconds of a duration as the planner prints it (``5.7 s``, ``22 min 42 s``, ``1 h 3 min``, ``850 ms``)."""
     units = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
-    parts = re.findall(r"([\d.]+)\s*(ms|s|min|h)\b", text)
+    parts = re.findall(r"(\d[\d.]*(?:e[+-]?\d+)?)\s*(ms|s|min|h)\b", text)
     return sum(float(v) * units[u] for v, u in parts) if parts else None
 
 
@@ -306,6 +307,13 @@ def eta_errors(said: list[tuple[float, str]]) -> list[float]:
     return out
 
 
+def eta_words(errors: list[float]) -> str:
+    """``median 1.6x, 82% within 2x, at most 23.0x (17 ETAs)`` of :func:`eta_errors`."""
+    median = statistics.median(errors)
+    within = sum(e <= 2 for e in errors) / len(errors)
+    return f"median {median:.1f}x, {within:.0%} within 2x, at most {max(errors):.1f}x ({len(errors)} ETAs)"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=float, default=300.0, help="seconds before a plan is stopped")
@@ -318,6 +326,8 @@ def main() -> None:
                     help="CPU seconds (process tree) before a plan is stopped: on a loaded machine, not wall")
     ap.add_argument("--headline", action="store_true",
                     help="the experiments' declared headline questions (paper design, two LLMs) instead of the docs'")
+    ap.add_argument("--bound", action="store_true",
+                    help="only each plan's --max-seconds bound: the plan run with --max-seconds 1, its refusal read")
     args = ap.parse_args()
     plans = [(f, c) for f, c in (headline_plans() if args.headline else documented_plans())
              if args.only is None or args.only in c]
@@ -332,6 +342,10 @@ def main() -> None:
         if args.baseline is not None:
             compare(i, command, args.limit, args.baseline, args.rounds, args.cpu_limit)
             continue
+        if args.bound:
+            print(f"{i:2d} {bound_words(run(command + ' --max-seconds 1', args.limit, cpu_limit=args.cpu_limit))} | "
+                  f"{where}: {command}", flush=True)
+            continue
         r = run(command, args.limit, cpu_limit=args.cpu_limit)
         wall = "" if "wall" not in r else (
             f"{r['wall']:.1f} s wall, {r['cpu']:.1f} s CPU ({r['main_cpu']:.1f} s of it the main process's), "
@@ -343,10 +357,37 @@ def main() -> None:
         over = " (over 120 s)" if r.get("wall", 0) > 120 else ""
         last = f"; said: {r['last']}" if r.get("last") else ""
         if r.get("eta_errors"):
-            last += f"; ETA error after the first design: at most {max(r['eta_errors']):.1f}x ({len(r['eta_errors'])})"
+            last += f"; ETA error after the first design: {eta_words(r['eta_errors'])}"
         if r.get("answer"):
             last += f"; answer: {r['answer']}"
         print(f"{i:2d} [{r['status']}] {wall}{over}{slow}{est}{last} | {where}: {command}", flush=True)
+
+
+BOUND = re.compile(r"this plan's search may take up to (?P<bound>.+?) if it settles at the top of the range "
+                   r"\((?P<studies>[\d,]+) simulated studies on (?P<workers>\d+) workers?; one takes (?P<one>.+?) at")
+
+
+def bound_of(line: str) -> tuple[float, int, float] | None:
+    """(bound seconds, simulated studies, seconds of the one timed study) of a ``--max-seconds`` refusal line."""
+    m = BOUND.search(line)
+    if m is None:
+        return None
+    bound, one = seconds_of(m["bound"]), seconds_of(m["one"])
+    if bound is None or one is None:
+        return None
+    return bound, int(m["studies"].replace(",", "")), one
+
+
+def bound_words(r: dict[str, Any]) -> str:
+    """``bound 1 min 40 s (100.0 s; 432 studies; one 0.41 s), the probe 12.3 s CPU, load 3.1`` of a plan
+    run with ``--max-seconds 1`` (what it said instead where it was not refused)."""
+    found = bound_of(r.get("last", ""))
+    load = os.getloadavg()[0]
+    if found is None:
+        return f"[{r['status']}] no bound read (load {load:.1f}): {r.get('last', '')}"
+    bound, studies, one = found
+    return (f"bound {bound:.1f} s ({studies:,} studies; one {one:.2f} s), the probe {r['cpu']:.1f} s CPU "
+            f"{r['wall']:.1f} s wall, load {load:.1f}")
 
 
 def look_words(r: dict[str, Any]) -> str:

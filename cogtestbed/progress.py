@@ -263,8 +263,9 @@ HEARTBEAT_INTERVAL = 10.0
 
 class Heartbeat:
     """A line every :data:`HEARTBEAT_INTERVAL` seconds while long work runs (a daemon thread):
-    the phase, units done of the phase's total, time elapsed and the phase's ETA (from its rate so
-    far; ``ETA unknown`` before the first unit or without a total).
+    the phase, units done of the phase's total, time elapsed and the phase's ETA (its rate up to the
+    last finished unit, counted down since: :meth:`remaining`; ``ETA unknown`` before the first unit or
+    without a total).
 
     The work sets the phase (:meth:`phase`) and counts units as they finish (:meth:`advance`);
     the thread only reads, so the work never waits on it.  ``with Heartbeat(say):`` starts and
@@ -297,16 +298,25 @@ class Heartbeat:
         ``expected``: the phase's seconds as predicted from earlier work, its ETA until its first unit is done."""
         self.name, self.done, self.total, self.detail = name, 0, max(0, int(total)), detail
         self.expected = expected
-        self.since = time.monotonic()
+        self.since = self.ticked = time.monotonic()
 
     def advance(self, units: int = 1) -> None:
         self.done += units
+        self.ticked = time.monotonic()
+
+    def remaining(self, now: float) -> float:
+        """Seconds left of the phase: the rate at its last finished unit projected over the units left, counted
+        down since (units finish in chunks: the time since the last one is part of the next, not a slower rate);
+        once the countdown has run out, the rate including the wait."""
+        left = max(0, self.total - self.done)
+        projected = (self.ticked - self.since) / self.done * left - (now - self.ticked)
+        return projected if projected > 0 else (now - self.since) / self.done * left
 
     def line(self) -> str:
         now = time.monotonic()
         took = now - self.since
         if self.total and self.done:
-            eta = f"ETA {clock(took / self.done * max(0, self.total - self.done))}"
+            eta = f"ETA {clock(self.remaining(now))}"
         elif self.total and self.expected is not None:
             eta = f"ETA {clock(max(0.0, self.expected - took))} (at the last design's rate)"
         else:

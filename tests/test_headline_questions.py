@@ -83,3 +83,16 @@ def test_each_headline_plan_is_a_request_the_planner_takes(experiment: str, no_s
         assert run_cli(["plan", experiment, *q.plan_args, "--workers", "1", "--max-seconds", "1"]) == 2
         last = capsys.readouterr().err.strip().splitlines()[-1]
         assert last.startswith("error: --max-seconds 1: this plan's search may take up to "), (q.name, last)
+
+
+def test_bound_is_read_from_the_max_seconds_refusal() -> None:
+    bench = _bench()
+    line = ("error: --max-seconds 1: this plan's search may take up to 2 min 05 s if it settles at the top of the "
+            "range (1,432 simulated studies on 2 workers; one takes 3.5e-02 s at 2 runs, more at larger designs); "
+            "the largest range that fits is --runs 2:3 (up to 0.9 s), or raise --max-seconds")
+    assert bench.bound_of(line) == (125.0, 1432, pytest.approx(0.035))
+    assert bench.bound_of("error: --runs: bad") is None
+
+
+def test_eta_words_give_the_median_the_share_within_2x_and_the_worst() -> None:
+    assert _bench().eta_words([1.0, 3.0, 1.5, 23.0]) == "median 2.2x, 50% within 2x, at most 23.0x (4 ETAs)"

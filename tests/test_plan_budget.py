@@ -57,6 +57,7 @@ def test_the_plan_refuses_before_the_search_from_an_injected_per_study_cost(
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The library and the command line: the study timed at 0.5 s (injected), a 60 s limit on 1 worker."""
     monkeypatch.setattr(estimate, "timed_simulation", lambda spec, smallest: (0.5, 0.5))
+    monkeypatch.setattr(estimate, "timed_one", lambda spec, point: None)  # the largest not timed: proportional
     asked = {"model": "rw-pm", "effect": {"optimism_bias": 0.2}, "llm": MINI, "subjects": "10:200", "workers": 1}
     with pytest.raises(ct.InputError) as refused:
         ct.plan("instrumental-learning", **asked, max_seconds=60)
@@ -77,3 +78,21 @@ def test_the_limit_is_bounded_and_goes_with_a_search() -> None:
         ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2}, llm=MINI, max_seconds=99_999_999)
     with pytest.raises(ct.InputError, match="max_seconds"):
         ct.plan("instrumental-learning", model="rw-pm", precision={"alpha_pos": 0.1}, max_seconds=60)
+
+
+def test_a_fixed_cost_per_study_is_not_scaled_by_the_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The smallest design (10 subjects x 96 trials) timed at 0.5 s, the largest (200 x 480) at 5.5 s: a study
+    at 10 subjects x 480 trials takes 0.5 + 5 x (4,800 - 960) / (96,000 - 960) = 0.70 s, not 2.5 s."""
+    monkeypatch.setattr(estimate, "timed_simulation", lambda spec, smallest: (0.5, 0.5))
+    monkeypatch.setattr(estimate, "timed_one", lambda spec, point: 5.5)
+    with pytest.raises(ct.InputError) as refused:
+        ct.plan("instrumental-learning", model="rw-pm", effect={"optimism_bias": 0.2}, llm=MINI, subjects="10:200",
+                workers=1, max_seconds=60)
+    assert "one takes 0.7 s at 10 subjects, 120 visits per casino (480 trials per run)," in str(refused.value)
+
+
+def test_the_affine_cost_runs_through_both_timings_and_never_falls() -> None:
+    cost = estimate.affine_cost((100.0, 1.0), (1100.0, 3.0))
+    assert [cost(100.0), cost(600.0), cost(1100.0)] == pytest.approx([1.0, 2.0, 3.0])
+    flat = estimate.affine_cost((100.0, 1.0), (1100.0, 0.8))  # the larger timed faster: the timings' noise
+    assert flat(1100.0) == pytest.approx(1.0)

@@ -3,6 +3,10 @@ running count as they finish (it printed "0 designs and 0 simulated studies so f
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pytest
+
 from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
 from cogtestbed.progress import Heartbeat
 
@@ -50,6 +54,7 @@ def test_pricing_each_design_is_a_counted_phase() -> None:
     from cogtestbed.progress import heartbeat
 
     planner = Planner.__new__(Planner)
+    planner.power = SimpleNamespace(workers=1)  # type: ignore[assignment]
     priced: list[int] = []
     planner.unit_cost = lambda combo: priced.append(combo["trials"])  # type: ignore[method-assign]
     with heartbeat(lambda _: None, interval=3600) as hb:
@@ -57,3 +62,35 @@ def test_pricing_each_design_is_a_counted_phase() -> None:
         planner.price_sessions([{"trials": t} for t in (100, 200, 300)])
         assert hb.name.startswith("fixed plan: pricing a session of each design") and (hb.done, hb.total) == (3, 3)
     assert priced == [100, 200, 300]
+
+
+def test_pricing_the_sessions_runs_on_the_plans_workers() -> None:
+    """With 2 workers every combination's session is priced by the pricer's pool (its own counted phase), then read
+    from its cache: the loop here ticks nothing more."""
+    from cogtestbed.planning.plan import Planner
+    from cogtestbed.progress import heartbeat
+
+    planner = Planner.__new__(Planner)
+    planner.power = SimpleNamespace(workers=2)  # type: ignore[assignment]
+    pooled: list[tuple[list[tuple[int, int]], int]] = []
+    planner.pricer = SimpleNamespace(  # type: ignore[assignment]
+        price_all=lambda items, workers, label: pooled.append((list(items), workers)))
+    planner.point = lambda size, combo: combo["trials"]  # type: ignore[method-assign]
+    planner.design = lambda point: point  # type: ignore[method-assign]
+    planner.unit_cost = lambda combo: None  # type: ignore[method-assign]
+    with heartbeat(lambda _: None, interval=3600) as hb:
+        assert hb is not None
+        planner.price_sessions([{"trials": t} for t in (100, 200)])
+        assert hb.done == 0
+    assert pooled == [([(100, 3), (200, 3)], 2)]
+
+
+def test_the_eta_counts_down_from_the_last_finished_unit() -> None:
+    """6 of 24 units done 30 s into the phase: 90 s left then, 70 s twenty seconds later (not 150 s: the wait is
+    part of the next chunk); once the countdown has run out, the rate including the wait (200 s for 6: 600 s)."""
+    from cogtestbed.progress import Heartbeat
+
+    hb = Heartbeat(lambda _: None)
+    hb.phase("fixed plan: simulating 8 runs", 24)
+    hb.since, hb.ticked, hb.done = 0.0, 30.0, 6
+    assert [hb.remaining(30.0), hb.remaining(50.0), hb.remaining(200.0)] == pytest.approx([90.0, 70.0, 600.0])

@@ -16,6 +16,7 @@ the smallest and the largest design of the search.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +132,49 @@ def timed_simulation(spec: Any, smallest: Any) -> tuple[float, float] | None:
     return seconds, low
 
 
+def timed_one(spec: Any, point: Any) -> float | None:
+    """Seconds of one simulation of the design ``point`` (its code already loaded by :func:`timed_simulation`);
+    None when it fails."""
+    from cogtestbed.planning.space import study_at
+    from cogtestbed.studies.driver import run_chunk
+
+    study = study_at(spec, point, 1)
+    try:
+        start = time.perf_counter()
+        run_chunk(study.model_dump_json(), study.tasks())
+    except Exception:  # noqa: BLE001 - the plan reports its own errors
+        return None
+    return time.perf_counter() - start
+
+
+def affine_cost(small: tuple[float, float], large: tuple[float, float]) -> Callable[[float], float]:
+    """A simulation's seconds as a function of its data size, through two timings ``(units, seconds)``: a
+    fixed cost and a cost per unit (never below the smaller design's time: a cost that falls with size is the
+    timings' noise), so a study's fixed costs are not scaled by the size as the per-trial cost is."""
+    (u0, t0), (u1, t1) = small, large
+    slope = max(0.0, (t1 - t0) / (u1 - u0)) if u1 > u0 else t0 / max(u0, 1e-12)
+
+    def seconds(units: float) -> float:
+        return t0 + slope * max(0.0, units - u0)
+    return seconds
+
+
+def study_seconds(planner: Any, smallest: Any, largest: Any, seconds: float) -> Callable[[int], float]:
+    """Seconds of one simulated study at each size of the searched axis (the other axes at their top): a fixed
+    cost and a cost per simulated trial (:func:`affine_cost`) through the smallest
+    design's timing (``seconds``) and one study of the largest design timed here; proportional to the data size
+    where the largest cannot be timed."""
+    def units(point: Any) -> float:
+        return design_units(planner.spec, planner.exp, point)
+
+    top = {a.name: a.values[-1] for a in planner.others}
+    large = timed_one(planner.spec, largest) if units(largest) > units(smallest) else None
+    if large is None:
+        return lambda v: seconds * units(planner.point(v, top)) / units(smallest)
+    cost = affine_cost((units(smallest), seconds), (units(largest), large))
+    return lambda v: cost(units(planner.point(v, top)))
+
+
 def design_units(spec: Any, exp: Any, point: Any) -> float:
     """A design's data size, subjects × trials × runs (a simulation's time is scaled by it)."""
     from cogtestbed.studies.study_data import design_for_trials
@@ -160,5 +204,5 @@ def plan_look_line(spec: Any, exp: Any, smallest: Any, largest: Any, first: int,
             "the search looks at as many designs as it needs, each printed as it finishes")
 
 
-__all__ = ["StudyEstimate", "design_units", "plan_look_line", "study_estimate", "task_units", "timed_simulation",
-           "timed_task"]
+__all__ = ["StudyEstimate", "affine_cost", "design_units", "plan_look_line", "study_estimate", "study_seconds",
+           "task_units", "timed_one", "timed_simulation", "timed_task"]

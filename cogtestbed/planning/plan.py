@@ -364,15 +364,23 @@ class Planner:
         return sorted(out, key=lambda c: cost_key(self.unit_cost(c)) * self.sessions(self.point(1, c)))
 
     def price_sessions(self, combos: Sequence[Mapping[str, int]]) -> None:
-        """One session of each combination's design priced (a dry run each), counted on the heartbeat."""
+        """One session of each combination's design priced (a dry run each), counted on the heartbeat: on the
+        plan's workers where it has more than one (the same dry runs, rendered side by side)."""
+        from cogtestbed.planning.pricing import UNIT_SESSIONS
         from cogtestbed.progress import beat, tick
 
+        label = "fixed plan: pricing a session of each design (dry run, each prompt rendered)"
+        serial = self.power.workers <= 1
+        if not serial:
+            self.pricer.price_all([(self.design(self.point(1, c)), UNIT_SESSIONS) for c in combos],
+                                  self.power.workers, label)
         hb = beat()
-        if hb is not None and len(combos) > 1:
-            hb.phase("fixed plan: pricing a session of each design (dry run, each prompt rendered)", len(combos))
+        if hb is not None and len(combos) > 1 and serial:
+            hb.phase(label, len(combos))
         for combo in combos:
             self.unit_cost(combo)
-            tick()
+            if serial:
+                tick()
 
     def refine_combos(self) -> list[dict[str, int]]:
         """Midpoints of the coarse grid next to the best combination, one axis at a time."""

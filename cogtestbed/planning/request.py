@@ -630,8 +630,8 @@ def _say_look_estimate(planner: Any, say: Say, max_seconds: int | None) -> None:
         return estimate.design_units(planner.spec, planner.exp, planner.point(v, top))
 
     if max_seconds is not None:
-        per_study = timed[0] * units(size.values[0]) / estimate.design_units(planner.spec, planner.exp, smallest)
-        check_time(max_seconds, per_study, units, size.name, size.values, planner.target, planner.mc_se,
+        cost = estimate.study_seconds(planner, smallest, planner.point(size.values[-1], top), timed[0])
+        check_time(max_seconds, cost(size.values[0]), cost, size.name, size.values, planner.target, planner.mc_se,
                    planner.power.workers, planner.point(size.values[0], top).label(size.name, planner.spec))
     line = estimate.plan_look_line(planner.spec, planner.exp, smallest, planner.point(size.values[-1], top),
                                    FIRST_BATCH, DECIDE_MAX_SIMS, planner.power.workers, timed)

@@ -26,8 +26,8 @@ def page() -> str:
     import cogtestbed as ct
 
     by_module: dict[str, list[str]] = defaultdict(list)
-    for name, module in ct._PUBLIC.items():
-        by_module[module].append(name)
+    for name, load in ct._PUBLIC.items():
+        by_module[load().__name__].append(name)
     parts = [HEAD]
     for module in sorted(by_module):
         parts.append(f"\n## `{module}`\n")

@@ -38,67 +38,176 @@ calibration, power), :mod:`cogtestbed.planning` (plans, a folder per plan kind),
 functions below).
 """
 
-import importlib as _importlib
 import sys as _sys
 import types as _types
 import typing as _typing
 
 __version__ = "0.1.0"
 
-#: Public name → the module defining it (imported on first access).
-_PUBLIC: dict[str, str] = {
-    "experiments": "cogtestbed.api.core",
-    "get_experiment": "cogtestbed.api.core",
-    "simulate": "cogtestbed.api.core",
-    "simulate_file": "cogtestbed.api.core",
-    "metrics": "cogtestbed.api.core",
-    "MetricsReport": "cogtestbed.metrics_result",
-    "fit": "cogtestbed.api.core",
-    "check": "cogtestbed.api.core",
-    "export": "cogtestbed.api.export",
-    "fit_and_save": "cogtestbed.api.fitting",
-    "describe": "cogtestbed.api.describe",
-    "phenotype": "cogtestbed.api.phenotype",
-    "Phenotype": "cogtestbed.api.phenotype",
-    "recover": "cogtestbed.api.studies",
-    "power": "cogtestbed.api.studies",
-    "sbc": "cogtestbed.api.studies",
-    "model_recovery": "cogtestbed.api.studies",
-    "metric_validity": "cogtestbed.api.studies",
-    "study": "cogtestbed.api.studies",
-    "form_study": "cogtestbed.api.studies",
-    "Study": "cogtestbed.api.studies",
-    "true_parameters": "cogtestbed.api.studies",
-    "estimates": "cogtestbed.api.studies",
-    "plot_recovery": "cogtestbed.api.studies",
-    "plan": "cogtestbed.api.plan",
-    "population": "cogtestbed.api.population",
-    "populations": "cogtestbed.api.population",
-    "population_from_fit": "cogtestbed.api.population",
-    "build_population": "cogtestbed.api.population",
-    "plan_forms": "cogtestbed.api.form_plan",
-    "Plan": "cogtestbed.api.plan",
-    "run": "cogtestbed.api.run",
-    "PairedRun": "cogtestbed.api.run",
-    "looks": "cogtestbed.api.looks",
-    "LookReplay": "cogtestbed.api.looks",
-    "monitor": "cogtestbed.api.monitor",
-    "MonitorPath": "cogtestbed.api.monitor",
-    "transcript_nll": "cogtestbed.api.transcripts",
-    "participant_nll": "cogtestbed.api.transcripts",
-    "heldout_nll": "cogtestbed.api.transcripts",
-    "transcript_table": "cogtestbed.api.transcripts",
-    "validate": "cogtestbed.api.transcripts",
-    "identifiability": "cogtestbed.identifiability",
-    "DesignInformation": "cogtestbed.identifiability",
-    # the result types of the functions above (what ct.fit, ct.check, ct.run, ... return)
-    "BayesFit": "cogtestbed.inference.hierarchical",
-    "ConformanceReport": "cogtestbed.conformance.suite",
-    "CheckResult": "cogtestbed.conformance.suite",
-    "RunResult": "cogtestbed.llm_adapters.runs.config",
-    "Figures": "cogtestbed.api.figures",
-    "HeldOut": "cogtestbed.inference.heldout",
-    "Population": "cogtestbed.inference.population",
+
+def _api_core() -> _types.ModuleType:
+    from cogtestbed.api import core
+    return core
+
+
+def _metrics_result() -> _types.ModuleType:
+    from cogtestbed import metrics_result
+    return metrics_result
+
+
+def _api_export() -> _types.ModuleType:
+    from cogtestbed.api import export
+    return export
+
+
+def _api_fitting() -> _types.ModuleType:
+    from cogtestbed.api import fitting
+    return fitting
+
+
+def _api_describe() -> _types.ModuleType:
+    from cogtestbed.api import describe
+    return describe
+
+
+def _api_phenotype() -> _types.ModuleType:
+    from cogtestbed.api import phenotype
+    return phenotype
+
+
+def _api_studies() -> _types.ModuleType:
+    from cogtestbed.api import studies
+    return studies
+
+
+def _api_plan() -> _types.ModuleType:
+    from cogtestbed.api import plan
+    return plan
+
+
+def _api_population() -> _types.ModuleType:
+    from cogtestbed.api import population
+    return population
+
+
+def _api_form_plan() -> _types.ModuleType:
+    from cogtestbed.api import form_plan
+    return form_plan
+
+
+def _api_run() -> _types.ModuleType:
+    from cogtestbed.api import run
+    return run
+
+
+def _api_looks() -> _types.ModuleType:
+    from cogtestbed.api import looks
+    return looks
+
+
+def _api_monitor() -> _types.ModuleType:
+    from cogtestbed.api import monitor
+    return monitor
+
+
+def _api_transcripts() -> _types.ModuleType:
+    from cogtestbed.api import transcripts
+    return transcripts
+
+
+def _identifiability() -> _types.ModuleType:  # the module, not ct.identifiability (its function)
+    from cogtestbed.identifiability import DesignInformation
+    return _sys.modules[DesignInformation.__module__]
+
+
+def _inference_hierarchical() -> _types.ModuleType:
+    from cogtestbed.inference import hierarchical
+    return hierarchical
+
+
+def _conformance_suite() -> _types.ModuleType:
+    from cogtestbed.conformance import suite
+    return suite
+
+
+def _llm_adapters_runs_config() -> _types.ModuleType:
+    from cogtestbed.llm_adapters.runs import config
+    return config
+
+
+def _api_figures() -> _types.ModuleType:
+    from cogtestbed.api import figures
+    return figures
+
+
+def _inference_heldout() -> _types.ModuleType:
+    from cogtestbed.inference import heldout
+    return heldout
+
+
+def _inference_population() -> _types.ModuleType:
+    from cogtestbed.inference import population
+    return population
+
+
+def _api_errors() -> _types.ModuleType:
+    from cogtestbed.api import errors
+    return errors
+
+
+#: Public name → the loader of the module defining it (imported on first access).
+_PUBLIC: dict[str, _typing.Callable[[], _types.ModuleType]] = {
+    "experiments": _api_core,
+    "get_experiment": _api_core,
+    "simulate": _api_core,
+    "simulate_file": _api_core,
+    "metrics": _api_core,
+    "MetricsReport": _metrics_result,
+    "fit": _api_core,
+    "check": _api_core,
+    "export": _api_export,
+    "fit_and_save": _api_fitting,
+    "describe": _api_describe,
+    "phenotype": _api_phenotype,
+    "Phenotype": _api_phenotype,
+    "recover": _api_studies,
+    "power": _api_studies,
+    "sbc": _api_studies,
+    "model_recovery": _api_studies,
+    "metric_validity": _api_studies,
+    "study": _api_studies,
+    "form_study": _api_studies,
+    "Study": _api_studies,
+    "true_parameters": _api_studies,
+    "estimates": _api_studies,
+    "plot_recovery": _api_studies,
+    "plan": _api_plan,
+    "population": _api_population,
+    "populations": _api_population,
+    "population_from_fit": _api_population,
+    "build_population": _api_population,
+    "plan_forms": _api_form_plan,
+    "Plan": _api_plan,
+    "run": _api_run,
+    "PairedRun": _api_run,
+    "looks": _api_looks,
+    "LookReplay": _api_looks,
+    "monitor": _api_monitor,
+    "MonitorPath": _api_monitor,
+    "transcript_nll": _api_transcripts,
+    "participant_nll": _api_transcripts,
+    "heldout_nll": _api_transcripts,
+    "transcript_table": _api_transcripts,
+    "validate": _api_transcripts,
+    "identifiability": _identifiability,
+    "DesignInformation": _identifiability,
+    "BayesFit": _inference_hierarchical,
+    "ConformanceReport": _conformance_suite,
+    "CheckResult": _conformance_suite,
+    "RunResult": _llm_adapters_runs_config,
+    "Figures": _api_figures,
+    "HeldOut": _inference_heldout,
+    "Population": _inference_population,
 }
 
 #: The names ``dir(ct)`` lists (the errors are under ``ct.errors``).
@@ -168,13 +277,13 @@ if _typing.TYPE_CHECKING:  # the error classes (noqa: F401) are ct.NAME too, lis
 def __getattr__(name: str) -> _typing.Any:
     """A public name, imported from its module on first access (the error classes, listed under
     ``ct.errors``, stay reachable as ``ct.NAME``)."""
-    module = _PUBLIC.get(name)
-    if module is None:  # an error class, named by ct.errors (cogtestbed.api.errors.ERRORS)
-        errors = _importlib.import_module("cogtestbed.api.errors")
+    load = _PUBLIC.get(name)
+    if load is None:  # an error class, named by ct.errors (cogtestbed.api.errors.ERRORS)
+        errors = _api_errors()
         if name not in errors.ERRORS:
             raise AttributeError(f"module 'cogtestbed' has no attribute {name!r}")
-        module = errors.ERRORS[name]
-    value = getattr(_importlib.import_module(module), name)
+        load = errors.ERRORS[name]
+    value = getattr(load(), name)
     globals()[name] = value
     return value
 
@@ -194,7 +303,7 @@ class _Package(_types.ModuleType):
 
     @property
     def experiments(self) -> _typing.Any:
-        return _importlib.import_module("cogtestbed.api.core").experiments
+        return _api_core().experiments
 
     @experiments.setter
     def experiments(self, module: _types.ModuleType) -> None:
@@ -202,7 +311,7 @@ class _Package(_types.ModuleType):
 
     @property
     def errors(self) -> _typing.Any:
-        return _importlib.import_module("cogtestbed.api.errors")
+        return _api_errors()
 
     @errors.setter
     def errors(self, module: _types.ModuleType) -> None:

@@ -346,10 +346,6 @@ def _rank_condition(info: np.ndarray) -> tuple[int, float]:
     return rank, cond
 
 
-def information_table(results: Mapping[str, DesignInformation]) -> pd.DataFrame:
-    """Several checks' tables stacked, with their experiment and model."""
-    return pd.concat([r.table.assign(experiment=r.experiment, model=r.model) for r in results.values()],
-                     ignore_index=True)
 
 
 #: Simulated subjects of the check run before a study (:func:`refuse_unidentified`) and of the shipped table

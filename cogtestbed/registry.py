@@ -18,12 +18,14 @@ import importlib
 import json
 import os
 import pkgutil
+import sys
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cogtestbed.errors import InputError
+from cogtestbed.experiments import spec as _spec_module
 from cogtestbed.experiments.spec import (
     ExperimentSpec,
     Generator,
@@ -38,11 +40,13 @@ from cogtestbed.plugins import Registry
 if TYPE_CHECKING:
     import pandas as pd
 
-#: The package of the experiment modules (``cogtestbed.experiments`` as an attribute of the package
-#: is the public function listing experiment names: :mod:`cogtestbed`).
-_experiments_pkg = importlib.import_module("cogtestbed.experiments")
-#: Entry-point group through which other distributions register experiments.
-ENTRY_POINT_GROUP = "cogtestbed.experiments"
+#: The package of the experiment modules, the package of :mod:`cogtestbed.experiments.spec`
+#: (``cogtestbed.experiments`` as an attribute of the package is the public function listing
+#: experiment names: :mod:`cogtestbed`).
+_experiments_pkg = sys.modules[_spec_module.__package__ or ""]
+#: Entry-point group through which other distributions register experiments: the package's name,
+#: ``cogtestbed.experiments``.
+ENTRY_POINT_GROUP = _experiments_pkg.__name__
 
 #: The registry's type name (an experiment *is* its spec).
 Experiment = ExperimentSpec

@@ -29,8 +29,8 @@ REQUIRED: dict[str, Any] = {
     "name": "human:cogbench-instrumental",
 }
 
-FUNCTIONS = sorted(name for name, module in ct._PUBLIC.items()
-                   if module.startswith("cogtestbed.api") and not inspect.isclass(getattr(ct, name)))
+FUNCTIONS = sorted(name for name, load in ct._PUBLIC.items()
+                   if load().__name__.startswith("cogtestbed.api") and not inspect.isclass(getattr(ct, name)))
 
 
 def _good(name: str, param: str, tmp: Path) -> Any:

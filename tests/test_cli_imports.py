@@ -100,7 +100,8 @@ def test_user_errors_resolve_to_the_library_classes() -> None:
 
     cli_app = importlib.import_module("cogtestbed.cli.app")
     errors = cli_app.USER_ERRORS
-    assert {DataFormatError, ParameterError, UnknownNameError, FileNotFoundError} <= set(errors)
+    for cls in (DataFormatError, ParameterError, UnknownNameError, FileNotFoundError):
+        assert issubclass(cls, errors), cls
     assert cli_app.is_user_error(UnknownNameError("experiment", "nope", ["a"]))
     assert not cli_app.is_user_error(RuntimeError("a bug"))
 

@@ -21,36 +21,118 @@ Python resolves through the package attribute ``ct.errors``) finds what it found
 
 from __future__ import annotations
 
-import importlib
+import sys
+from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-#: Error class → the module that defines it (imported on first access).
-ERRORS: dict[str, str] = {
-    "CogtestbedError": "cogtestbed.errors",
-    "InputError": "cogtestbed.errors",
-    "DataError": "cogtestbed.errors",
-    "BudgetError": "cogtestbed.errors",
-    "ResumeMismatch": "cogtestbed.errors",
-    "RunDirError": "cogtestbed.llm_adapters.runs.rundir",
-    "PriceError": "cogtestbed.llm_adapters.clients.prices",
-    "UnpricedModel": "cogtestbed.llm_adapters.clients.prices",
-    "BackendError": "cogtestbed.llm_adapters.clients.base",
-    "WriteFailed": "cogtestbed.outputs",
-    "PlanInfeasible": "cogtestbed.planning.plan",
-    "ParameterError": "cogtestbed.parameters",
-    "UnknownNameError": "cogtestbed.experiments.spec",
-    "TrialTableError": "cogtestbed.schema",
-    "DataFormatError": "cogtestbed.data.rows",
-    "RepeatedSessionError": "cogtestbed.data.rows",
-    "DegenerateAnswers": "cogtestbed.no_data",
-    "BackendUnavailable": "cogtestbed.llm_adapters.clients.base",
-    "LLMError": "cogtestbed.llm_adapters.clients.base",
-    "MemoryLimitError": "cogtestbed.memory",
-    "OutputError": "cogtestbed.outputs",
-    "FormError": "cogtestbed.environments.forms",
-    "PopulationError": "cogtestbed.inference.population",
-    "WorkerDied": "cogtestbed.study_errors",
-    "ConformanceError": "cogtestbed.study_errors",
+
+def _module_of(cls: type) -> ModuleType:
+    return sys.modules[cls.__module__]
+
+
+def _errors() -> ModuleType:
+    from cogtestbed.errors import BudgetError
+    return _module_of(BudgetError)
+
+
+def _llm_adapters_runs_rundir() -> ModuleType:
+    from cogtestbed.llm_adapters.runs.rundir import RunDirError
+    return _module_of(RunDirError)
+
+
+def _llm_adapters_clients_prices() -> ModuleType:
+    from cogtestbed.llm_adapters.clients.prices import PriceError
+    return _module_of(PriceError)
+
+
+def _llm_adapters_clients_base() -> ModuleType:
+    from cogtestbed.llm_adapters.clients.base import BackendError
+    return _module_of(BackendError)
+
+
+def _outputs() -> ModuleType:
+    from cogtestbed.outputs import OutputError
+    return _module_of(OutputError)
+
+
+def _planning_plan() -> ModuleType:
+    from cogtestbed.planning.plan import PlanInfeasible
+    return _module_of(PlanInfeasible)
+
+
+def _parameters() -> ModuleType:
+    from cogtestbed.parameters import ParameterError
+    return _module_of(ParameterError)
+
+
+def _experiments_spec() -> ModuleType:
+    from cogtestbed.experiments.spec import UnknownNameError
+    return _module_of(UnknownNameError)
+
+
+def _schema() -> ModuleType:
+    from cogtestbed.schema import TrialTableError
+    return _module_of(TrialTableError)
+
+
+def _data_rows() -> ModuleType:
+    from cogtestbed.data.rows import DataFormatError
+    return _module_of(DataFormatError)
+
+
+def _no_data() -> ModuleType:
+    from cogtestbed.no_data import DegenerateAnswers
+    return _module_of(DegenerateAnswers)
+
+
+def _memory() -> ModuleType:
+    from cogtestbed.memory import MemoryLimitError
+    return _module_of(MemoryLimitError)
+
+
+def _environments_forms() -> ModuleType:
+    from cogtestbed.environments.forms import FormError
+    return _module_of(FormError)
+
+
+def _inference_population() -> ModuleType:
+    from cogtestbed.inference.population import PopulationError
+    return _module_of(PopulationError)
+
+
+def _study_errors() -> ModuleType:
+    from cogtestbed.study_errors import ConformanceError
+    return _module_of(ConformanceError)
+
+
+#: Error class → the loader of the module that defines it (imported on first access).
+ERRORS: dict[str, Callable[[], ModuleType]] = {
+    "CogtestbedError": _errors,
+    "InputError": _errors,
+    "DataError": _errors,
+    "BudgetError": _errors,
+    "ResumeMismatch": _errors,
+    "RunDirError": _llm_adapters_runs_rundir,
+    "PriceError": _llm_adapters_clients_prices,
+    "UnpricedModel": _llm_adapters_clients_prices,
+    "BackendError": _llm_adapters_clients_base,
+    "WriteFailed": _outputs,
+    "PlanInfeasible": _planning_plan,
+    "ParameterError": _parameters,
+    "UnknownNameError": _experiments_spec,
+    "TrialTableError": _schema,
+    "DataFormatError": _data_rows,
+    "RepeatedSessionError": _data_rows,
+    "DegenerateAnswers": _no_data,
+    "BackendUnavailable": _llm_adapters_clients_base,
+    "LLMError": _llm_adapters_clients_base,
+    "MemoryLimitError": _memory,
+    "OutputError": _outputs,
+    "FormError": _environments_forms,
+    "PopulationError": _inference_population,
+    "WorkerDied": _study_errors,
+    "ConformanceError": _study_errors,
 }
 
 __all__ = [
@@ -81,9 +163,9 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """An error class, imported from its module on first access; any other name of the base
     module :mod:`cogtestbed.errors` from there."""
-    module = ERRORS.get(name, "cogtestbed.errors")
+    load = ERRORS.get(name, _errors)
     try:
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(load(), name)
     except AttributeError:
         raise AttributeError(f"module 'cogtestbed.errors' has no attribute {name!r}") from None
     globals()[name] = value

@@ -453,7 +453,9 @@ class _StderrHandler(logging.Handler):
 
 def show_retries() -> None:
     """Retries and budget notes of the LLM adapters go to stderr, one line each."""
-    log = logging.getLogger("cogtestbed.llm_adapters")
+    from cogtestbed import llm_adapters
+
+    log = logging.getLogger(llm_adapters.__name__)
     if not any(isinstance(h, _StderrHandler) for h in log.handlers):
         log.addHandler(_StderrHandler())
         log.setLevel(logging.INFO)

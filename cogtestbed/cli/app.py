@@ -169,16 +169,10 @@ def stderr_is_terminal() -> bool:
         return False
     return bool(console_err.is_terminal)
 
-#: Errors caused by the user's input, as ``module:Class``: printed as one line, exit status 2, no
-#: traceback.  Named rather than imported so the command line stays import-light.
+#: Errors caused by the user's input outside the package's own :class:`~cogtestbed.errors.CogtestbedError`
+#: (every error class the package raises for bad input is one), as ``module:Class``: printed as one
+#: line, exit status 2, no traceback.  Named rather than imported (``pydantic`` is heavy).
 USER_ERROR_NAMES: tuple[str, ...] = (
-    "cogtestbed.errors:CogtestbedError",
-    "cogtestbed.parameters:ParameterError",
-    "cogtestbed.experiments.spec:UnknownNameError",
-    "cogtestbed.trials:TrialTableError",
-    "cogtestbed.data.rows:DataFormatError",
-    "cogtestbed.llm_adapters.clients.base:BackendUnavailable",
-    "cogtestbed.llm_adapters.clients.base:LLMError",
     "builtins:FileNotFoundError",
     "builtins:FileExistsError",
     "pydantic:ValidationError",
@@ -186,7 +180,6 @@ USER_ERROR_NAMES: tuple[str, ...] = (
     "builtins:PermissionError",
     "builtins:IsADirectoryError",
     "builtins:NotADirectoryError",
-    "cogtestbed.study_errors:WorkerDied",
 )
 
 
@@ -197,13 +190,16 @@ def _resolve(name: str, load: bool) -> type[BaseException] | None:
 
 
 def user_error_types(load: bool = False) -> tuple[type[BaseException], ...]:
-    """The classes of :data:`USER_ERROR_NAMES`; with ``load=False`` only those already imported.
+    """The package's base error and the classes of :data:`USER_ERROR_NAMES`; with ``load=False``
+    only those already imported.
 
     An exception's class is always imported by the time it is raised, so classifying a raised
     exception never needs to import anything.
     """
+    from cogtestbed.errors import CogtestbedError
+
     resolved = (_resolve(name, load) for name in USER_ERROR_NAMES)
-    return tuple(cls for cls in resolved if cls is not None)
+    return (CogtestbedError, *(cls for cls in resolved if cls is not None))
 
 
 def is_user_error(exc: BaseException) -> bool:

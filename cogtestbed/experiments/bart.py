@@ -1,5 +1,7 @@
 """Balloon analogue risk task (CogBench; Lejuez et al. 2002): 3 balloon types × 15."""
 
+from typing import Any
+
 from cogtestbed.data.cogbench import BART_COLUMNS, import_bart
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import (
@@ -22,14 +24,25 @@ def _targets(f: float, noise: float = 2.0) -> dict[str, float]:
 #: True targets of the recovery study: each type's target uniform on [0.05, 0.9]·M, noise on [0.5, 4].
 _TARGET_RANGES = {**{f"target_{m}": (0.05 * m, 0.9 * m) for m in (128, 32, 8)}, "noise": (0.5, 4.0)}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.bart import BartEnv
+    return BartEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.bart import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="bart",
     decoding=DECODING,
     citation=CITATION + " Task: Lejuez, C. W. et al. (2002). Evaluation of a behavioral measure of risk "
     "taking: the Balloon Analogue Risk Task. J. Exp. Psychol. Appl. 8, 75.",
     description="CogBench BART: 3 balloon types (M = 128, 32, 8) x 15, one call per pump",
-    env_cls=lazy("cogtestbed.environments.bart:BartEnv"),
-    agents=lazy("cogtestbed.agents.bart:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

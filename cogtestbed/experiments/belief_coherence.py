@@ -59,14 +59,24 @@ def _test_study(kind: str, test: str, description: str, agent: str, parameter: s
                      values=values, design=_study_design(test), metric_options=_STUDY_OPTIONS.get(test, {}))
 
 
+def _env() -> Any:
+    from cogtestbed.environments.belief import BeliefCoherenceEnv
+    return BeliefCoherenceEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.belief import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="belief-coherence",
     citation="Yamin, K., Tang, J., Cortes-Gomez, S., Sharma, A., Horvitz, E. & Wilder, B. (2026). Do LLMs Act "
     "Like Rational Agents? Measuring Belief Coherence in Probabilistic Decision Making. arXiv 2602.06286.",
     description="Belief coherence: elicit P(condition | evidence) from a Bayesian network, decide Yes/No/Defer; "
     "rationality tests T1-T4 (Yamin et al. 2026)",
-    env_cls=lazy("cogtestbed.environments.belief:BeliefCoherenceEnv"),
-    agents=lazy("cogtestbed.agents.belief:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators={"mnl": Generator("logit-rum", params=_mnl_to_utilities),

@@ -1,6 +1,7 @@
 """Causal collider C1 → E ← C2 (Rehder & Waldmann 2017; Dettki 2025 / causAIign)."""
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +47,17 @@ THESIS_RANGES = {"b": (0.0, 0.5), "m": (0.3, 1.0), "p_c": (0.2, 0.8)}
 #: Rehder & Waldmann's human design (one cell of 20 judgments per subject) as design fields.
 HUMAN_DESIGN = {"content": "rw17", "scope": "cell"}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.causal import CausalColliderEnv
+    return CausalColliderEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.causal import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     decoding=Decoding(0.0, "Dettki (thesis), Sec. 3.2.1: \"Where applicable, we set the temperature to 0.0\""),
     name="collider",
@@ -54,8 +66,8 @@ SPEC = ExperimentSpec(
     "(2025). Causal reasoning in large language models (thesis; causAIign).",
     description="Causal collider C1 -> E <- C2: 11 query types x 20 items per cell (Rehder & Waldmann 2017; "
     "Dettki 2025 / causAIign)",
-    env_cls=lazy("cogtestbed.environments.causal:CausalColliderEnv"),
-    agents=lazy("cogtestbed.agents.causal:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators={

@@ -1,5 +1,7 @@
 """Horizon task (CogBench; Wilson et al. 2014): 4 forced + 1 or 6 free choices per game."""
 
+from typing import Any
+
 from cogtestbed.data.cogbench import HORIZON_COLUMNS, HORIZON_EXCLUDED, import_horizon
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import (
@@ -16,6 +18,17 @@ from cogtestbed.tables.horizon import SCHEMA
 
 _BASE = {"bonus_h1": 0.0, "bonus_h6": 6.0, "temperature_h1": 5.0, "temperature_h6": 8.0, "bias": 0.0}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.horizon import HorizonEnv
+    return HorizonEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.horizon import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="horizon",
     decoding=DECODING,
@@ -23,8 +36,8 @@ SPEC = ExperimentSpec(
     "(2014). Humans use directed and random exploration to solve the explore-exploit dilemma. "
     "J. Exp. Psychol. Gen. 143, 2074.",
     description="CogBench horizon task: 4 forced + 1 or 6 free choices per game (Wilson 2014)",
-    env_cls=lazy("cogtestbed.environments.horizon:HorizonEnv"),
-    agents=lazy("cogtestbed.agents.horizon:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

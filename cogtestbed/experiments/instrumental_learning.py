@@ -1,5 +1,7 @@
 """Instrumental learning (CogBench; Lefebvre et al. 2017): 4 two-armed casinos × 24 visits."""
 
+from typing import Any
+
 from cogtestbed.data.cogbench import INSTRUMENTAL_COLUMNS, INSTRUMENTAL_MAY_DIFFER, import_instrumental
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import (
@@ -13,14 +15,25 @@ from cogtestbed.experiments.spec import (
 from cogtestbed.inference.instrumental import MODELS, cogbench_metrics
 from cogtestbed.tables.instrumental import SCHEMA
 
+
+def _env() -> Any:
+    from cogtestbed.environments.instrumental import InstrumentalLearningEnv
+    return InstrumentalLearningEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.instrumental import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="instrumental-learning",
     decoding=DECODING,
     citation=CITATION + " Task: Lefebvre, G. et al. (2017). Behavioural and neural characterization "
     "of optimistic reinforcement learning. Nat. Hum. Behav. 1, 0067.",
     description="CogBench instrumental learning: 4 two-armed casinos x 24 visits (Lefebvre 2017)",
-    env_cls=lazy("cogtestbed.environments.instrumental:InstrumentalLearningEnv"),
-    agents=lazy("cogtestbed.agents.instrumental:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

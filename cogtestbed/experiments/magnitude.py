@@ -1,5 +1,7 @@
 """Magnitude estimation (BayesBench; Ma, Wang & Fountas 2025): four tasks, three sessions, ablations."""
 
+from typing import Any
+
 from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments.spec import (
     Decoding,
@@ -28,6 +30,17 @@ _NESTED = {name: MetricComparison("none", f"{name} is a mapping of values (per t
            for name in ("nrmse", "bcs_per_task", "w_prior", "factor_evidence", "rre", "bayesbench", "bias_variance",
                         "image_weight")}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.magnitude import MagnitudeEnv
+    return MagnitudeEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.magnitude import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="magnitude",
     decoding=Decoding(0.7, "Ma, Wang & Fountas 2025, App. A.2.1: \"temperature fixed at 0.7\""),
@@ -35,8 +48,8 @@ SPEC = ExperimentSpec(
     "in LLMs. arXiv:2512.02719 (BayesBench).",
     description="BayesBench magnitude estimation: marker, line ratio, maze distance, duration; 3 sessions; "
     "ablations; text / image / text+image (Ma, Wang & Fountas 2025)",
-    env_cls=lazy("cogtestbed.environments.magnitude:MagnitudeEnv"),
-    agents=lazy("cogtestbed.agents.magnitude:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

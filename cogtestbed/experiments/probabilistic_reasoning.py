@@ -1,5 +1,7 @@
 """Probabilistic reasoning (CogBench; Dasgupta et al. 2020): wheel of fortune + urns."""
 
+from typing import Any
+
 from cogtestbed.data.cogbench import PROBABILISTIC_COLUMNS, PROBABILISTIC_REPEAT_KEY, import_probabilistic
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import (
@@ -16,14 +18,25 @@ from cogtestbed.tables.probabilistic import SCHEMA
 
 _BASE = {"beta_prior": 0.6, "beta_likelihood": 0.4, "bias": 0.0, "noise_sd": 0.5}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.probabilistic import ProbabilisticReasoningEnv
+    return ProbabilisticReasoningEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.probabilistic import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="probabilistic-reasoning",
     decoding=DECODING,
     citation=CITATION + " Task: Dasgupta, I., Schulz, E., Tenenbaum, J. B. & Gershman, S. J. (2020). "
     "A theory of learning to infer. Psychol. Rev. 127, 412.",
     description="CogBench probabilistic reasoning: wheel of fortune + urns, 2 judgements per run (Dasgupta 2020)",
-    env_cls=lazy("cogtestbed.environments.probabilistic:ProbabilisticReasoningEnv"),
-    agents=lazy("cogtestbed.agents.probabilistic:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

@@ -1,5 +1,7 @@
 """Restless bandit with confidence (CogBench; Ershadmanesh et al. 2023)."""
 
+from typing import Any
+
 from cogtestbed.data.cogbench import RESTLESS_COLUMNS, import_restless
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer, performance
 from cogtestbed.experiments.spec import (
@@ -15,14 +17,25 @@ from cogtestbed.tables.restless import SCHEMA
 
 _BASE = {"drift_sd": 4.0, "beta": 0.3, "confidence_gain": 1.0, "confidence_bias": 0.0, "confidence_noise": 0.5}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.restless import RestlessBanditEnv
+    return RestlessBanditEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.restless import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="restless-bandit",
     decoding=DECODING,
     citation=CITATION + " Task: Ershadmanesh, S., Gholamzadeh, A., Desender, K. & Dayan, P. (2023). "
     "Meta-cognitive efficiency in learned value-based choice. Proc. CCN.",
     description="CogBench restless bandit: 4 blocks, 80 trials, choice + confidence per trial (Ershadmanesh 2023)",
-    env_cls=lazy("cogtestbed.environments.restless:RestlessBanditEnv"),
-    agents=lazy("cogtestbed.agents.restless:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

@@ -1,5 +1,7 @@
 """Revealed belief vs stated answer on dice, coins, choice and preference items (2024)."""
 
+from typing import Any
+
 from cogtestbed.experiments.spec import ExperimentSpec, Generator, HeadlineQuestion, MetricsSpec, StudyDecl, lazy
 from cogtestbed.inference.revealed import METRIC_OPTIONS, revealed_metrics
 from cogtestbed.inference.revealed_model import MODELS
@@ -19,14 +21,25 @@ _ANCHOR_ITEMS = {"scenarios": ("dice",), "variants": ("regular", "independent"),
 _SAMPLE_SIZES = (10, 25, 50, 100, 250, 500)
 _DETECT_RUNS = (5,)
 
+
+def _env() -> Any:
+    from cogtestbed.environments.revealed import RevealedBeliefEnv
+    return RevealedBeliefEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.revealed import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="revealed-belief",
     citation="Anonymous (2024). Do Large Language Models Exhibit Cognitive Dissonance? Studying the Difference "
     "Between Revealed Beliefs and Stated Answers. ACL submission.",
     description="Revealed belief (next-token distribution over outcomes) vs stated answer (5-option MCQ) on "
     "dice, coins, choice and preference items; ~480 settings x 2 channels",
-    env_cls=lazy("cogtestbed.environments.revealed:RevealedBeliefEnv"),
-    agents=lazy("cogtestbed.agents.revealed:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators={"dissonant": Generator("dissonant")},

@@ -1,6 +1,8 @@
 """Risky choice between two 50/50 lotteries with gains and losses (Spektor et al. 2024, as transcribed
 in Psych-201): prospect-theory and expected-value deciders."""
 
+from typing import Any
+
 from cogtestbed.data.spektor2024 import DATA_SET, parse_spektor2024
 from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments._psych201 import psych201_importer
@@ -18,14 +20,25 @@ from cogtestbed.tables.risky import EXPERIMENT, SCHEMA
 
 _PT = {"lambda": 1.5, "alpha": 0.8, "theta": 1.0}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.risky import RiskyChoiceEnv
+    return RiskyChoiceEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.risky import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name=EXPERIMENT,
     citation="Spektor, M. S., Kellen, D., Rieskamp, J. & Klauer, K. C. (2024). Absolute and relative stability "
     "of loss aversion across contexts. J. Exp. Psychol. Gen. 153, 454-472. Transcript: Psych-201 "
     "(spektor2024lossaversion).",
     description="choices between two 50/50 gain/loss lotteries, 2 contexts x 49 pairs (Spektor 2024, Exp. 2)",
-    env_cls=lazy("cogtestbed.environments.risky:RiskyChoiceEnv"),
-    agents=lazy("cogtestbed.agents.risky:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

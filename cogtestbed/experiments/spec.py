@@ -22,8 +22,9 @@ the contracts of those pieces; it never branches on an experiment's name.
 **What a declaration imports.**  Reading a file and computing its metrics or fitting a model needs
 the trial table's schema (``tables/<family>.py``), the importers, the metrics function and the
 models, none of which builds an environment.  The environment and the agents (gymnasium, pydantic
-designs, the prompts) are therefore named, not imported: ``env_cls=lazy("module:Class")`` and
-``agents=lazy("module:AGENTS")`` are imported on first access of ``spec.env_cls`` / ``spec.agents``
+designs, the prompts) are therefore loaded, not imported: ``env_cls=lazy(load_env)`` and
+``agents=lazy(load_agents)`` (functions that import the piece and return it; a plugin may name
+one as ``"module:Class"``) are called on first access of ``spec.env_cls`` / ``spec.agents``
 (:class:`Lazy`), and the spec checks itself against them then; ``table_schema`` gives the schema
 the environment declares, so that :attr:`ExperimentSpec.schema` needs no environment.  A piece
 may always be given as the object itself.
@@ -78,17 +79,23 @@ STUDY_KINDS: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Lazy:
-    """A piece of an experiment named by ``"package.module:attribute"``, imported on first use."""
+    """A piece of an experiment imported on first use: a loader (a function of no argument that
+    imports the piece and returns it), or, for a piece outside this package, its name
+    ``"package.module:attribute"``."""
 
-    target: str
+    target: str | Callable[[], Any]
 
     def __post_init__(self) -> None:
+        if callable(self.target):
+            return
         module, colon, attribute = self.target.partition(":")
         if not (module and colon and attribute):
             raise InputError(f"a lazy piece is named 'package.module:attribute', got {self.target!r}")
 
     def load(self) -> Any:
         """The named object (one clear error where the module or the attribute does not exist)."""
+        if callable(self.target):
+            return self.target()
         module_name, _, attribute = self.target.partition(":")
         try:
             obj: Any = importlib.import_module(module_name)
@@ -102,10 +109,10 @@ class Lazy:
         return obj
 
 
-def lazy(target: str) -> Any:
-    """Name a piece of an :class:`ExperimentSpec` (``env_cls``, ``agents``) instead of importing it:
-    ``"package.module:attribute"``, imported on first access (see the module docstring).  Typed
-    ``Any`` so that it stands for the piece in a declaration."""
+def lazy(target: str | Callable[[], Any]) -> Any:
+    """A piece of an :class:`ExperimentSpec` (``env_cls``, ``agents``) imported on first access
+    instead of at declaration: a loader function, or ``"package.module:attribute"`` (see the module
+    docstring).  Typed ``Any`` so that it stands for the piece in a declaration."""
     return Lazy(target)
 
 

@@ -1,5 +1,7 @@
 """Temporal discounting (CogBench; Ruggeri et al. 2022): staircase + 4 anomaly items."""
 
+from typing import Any
+
 from cogtestbed.data.cogbench import DISCOUNTING_COLUMNS, DISCOUNTING_KEY, import_discounting
 from cogtestbed.experiments._adaptive import AdaptiveDecl
 from cogtestbed.experiments._cogbench import CITATION, DECODING, behaviour, cogbench_importer
@@ -16,14 +18,25 @@ from cogtestbed.tables.discounting import SCHEMA
 
 _TAU = 0.05
 
+
+def _env() -> Any:
+    from cogtestbed.environments.discounting import TemporalDiscountingEnv
+    return TemporalDiscountingEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.discounting import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="temporal-discounting",
     decoding=DECODING,
     citation=CITATION + " Task: Ruggeri, K. et al. (2022). The globalizability of temporal discounting. "
     "Nat. Hum. Behav. 6, 1386.",
     description="CogBench temporal discounting: Ruggeri staircase, 3 baselines + 4 anomalies",
-    env_cls=lazy("cogtestbed.environments.discounting:TemporalDiscountingEnv"),
-    agents=lazy("cogtestbed.agents.discounting:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

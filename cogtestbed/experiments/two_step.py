@@ -1,5 +1,7 @@
 """Two-step task (CogBench; Daw et al. 2011): 20 days × 2 stages, 0.7/0.3 transitions."""
 
+from typing import Any
+
 from cogtestbed.data.cogbench import TWOSTEP_COLUMNS, import_twostep
 from cogtestbed.data.psych201_twostep import DATA_SET as SHAHAR
 from cogtestbed.data.psych201_twostep import parse_shahar2019
@@ -21,14 +23,25 @@ _BASE = {"alpha": 0.5, "beta": 5.0, "lam": 0.5, "persev": 0.0}
 #: True parameters of recovery and model recovery (each model draws those it has).
 _RANGES = {"w": (0.0, 1.0), "alpha": (0.2, 0.8), "beta": (2.0, 8.0), "lam": (0.0, 1.0), "persev": (-0.5, 0.5)}
 
+
+def _env() -> Any:
+    from cogtestbed.environments.twostep import TwoStepEnv
+    return TwoStepEnv
+
+
+def _agents() -> Any:
+    from cogtestbed.agents.twostep import AGENTS
+    return AGENTS
+
+
 SPEC = ExperimentSpec(
     name="two-step",
     decoding=DECODING,
     citation=CITATION + " Task: Daw, N. D., Gershman, S. J., Seymour, B., Dayan, P. & Dolan, R. J. (2011). "
     "Model-based influences on humans' choices and striatal prediction errors. Neuron 69, 1204.",
     description="CogBench two-step task: 20 days x 2 stages, 0.7/0.3 transitions (Daw 2011)",
-    env_cls=lazy("cogtestbed.environments.twostep:TwoStepEnv"),
-    agents=lazy("cogtestbed.agents.twostep:AGENTS"),
+    env_cls=lazy(_env),
+    agents=lazy(_agents),
     table_schema=SCHEMA,
     models=MODELS,
     generators=same_name_generators(MODELS),

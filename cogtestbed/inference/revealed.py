@@ -104,7 +104,9 @@ def _means(df: pd.DataFrame, by: list[str]) -> list[dict[str, Any]]:
 def reference_tables() -> pd.DataFrame:
     """The paper's appendix tables (627 rows, 11 models), long format: section, framework,
     scenario, metric (chebyshev | l1 | symkl), condition, model, value."""
-    text = resources.files("cogtestbed.data").joinpath("revealed_belief_tables.csv").read_text(encoding="utf-8")
+    from cogtestbed import data
+
+    text = resources.files(data).joinpath("revealed_belief_tables.csv").read_text(encoding="utf-8")
     rows = []
     for rec in csv.DictReader(text.splitlines()):
         for m in REFERENCE_MODELS:

@@ -47,9 +47,8 @@ import numpy as np
 
 from cogtestbed.planning.kinds.power.power_sims import PowerEvaluator
 from cogtestbed.planning.kinds.power.sizetest import SizeTest
-from cogtestbed.planning.request_checks import check_fit_request
 from cogtestbed.planning.space import MAX_EXTENDED_SIZE
-from cogtestbed.studies.study_kinds import PlannedStudy, PowerStudy
+from cogtestbed.studies.study_kinds import PowerStudy
 
 #: Fresh studies ``plan --fit hierarchical`` fits per batch at a size it tries, by default (each a PyMC fit).
 HIERARCHICAL_SIMS = 20
@@ -73,12 +72,6 @@ MAX_STEP_FACTOR = 2.0
 #: Smallest and largest size the search tries (a hierarchical fit needs several subjects; the fixed
 #: search's own limit above).
 MIN_SIZE, MAX_SIZE = 3, MAX_EXTENDED_SIZE
-
-
-def check_fit(fit: str, spec: PlannedStudy, looks: int | str | None, sims: int | None) -> None:
-    """Refuse a fitter ``plan`` cannot plan with (one line; :func:`~cogtestbed.planning.request_checks.
-    check_fit_request`, the same from the request alone before anything is imported)."""
-    check_fit_request(fit, sims, isinstance(spec, PowerStudy), looks)
 
 
 def population_effect(spec: PowerStudy, model: Any) -> float:

@@ -108,6 +108,11 @@ class AnthropicClient(LLMClient):
             "max_tokens": request.max_tokens,
             "messages": anthropic_messages([m for m in messages if m["role"] != "system"]),
         }
+        self._add_options(body, request, system)
+        return body
+
+    def _add_options(self, body: dict[str, Any], request: GenerateRequest, system: str) -> None:
+        """The optional fields of :meth:`request_body`: temperature, thinking, system text, stops."""
         thinking = request.thinking_budget is not None
         if not unsent(self.capability, {"temperature": request.temperature}, thinking):
             body["temperature"] = request.temperature  # thinking takes no temperature but the default (1)
@@ -118,7 +123,6 @@ class AnthropicClient(LLMClient):
         stops = [s for s in request.stop if s.strip()]
         if stops:
             body["stop_sequences"] = stops
-        return body
 
     async def agenerate(self, request: GenerateRequest) -> Generation:
         client = self._client()

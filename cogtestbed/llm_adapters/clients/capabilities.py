@@ -95,7 +95,7 @@ def _row(pattern: str, entry: Mapping[str, Any]) -> Capability:
 @cache
 def capability_table() -> dict[str, Capability]:
     """The packaged table, pattern → row (read once)."""
-    text = resources.files("cogtestbed.llm_adapters.clients").joinpath("capabilities.toml").read_text()
+    text = resources.files(__package__).joinpath("capabilities.toml").read_text()
     return {pattern: _row(pattern, entry) for pattern, entry in tomllib.loads(text).items()}
 
 

@@ -93,7 +93,7 @@ class PriceTable:
         #: The file (0: the packaged table) each pattern was last read from.
         self.layer: dict[str, int] = {}
         self.sources: list[str] = [PACKAGED_TABLE]
-        self._load(resources.files("cogtestbed.llm_adapters.clients").joinpath("prices.toml").read_text())
+        self._load(resources.files(__package__).joinpath("prices.toml").read_text())
         for path in (os.environ.get("COGTESTBED_PRICES"), extra):
             if path:
                 p = Path(path)

@@ -100,16 +100,20 @@ def is_retryable(exc: BaseException, connection_errors: tuple[type[BaseException
     return isinstance(exc, connection_errors)
 
 
+def _body_message(exc: BaseException) -> str | None:
+    """The message of the server's JSON error body (``{"error": {"message": ...}}``), if any."""
+    body = getattr(exc, "body", None)
+    if not isinstance(body, dict):
+        return None
+    inner = body.get("error", body)
+    return inner.get("message") if isinstance(inner, dict) else str(inner)
+
+
 def describe_error(exc: BaseException) -> str:
     """One line: the HTTP status and the server's message, or the connection error (redacted:
     :func:`cogtestbed.redact.redact`)."""
     code = status_code(exc)
-    body = getattr(exc, "body", None)
-    message = None
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else str(inner)
-    message = message or getattr(exc, "message", None) or str(exc) or type(exc).__name__
+    message = _body_message(exc) or getattr(exc, "message", None) or str(exc) or type(exc).__name__
     cause = exc.__cause__ or exc.__context__
     if code is None and cause is not None and str(cause):
         message = f"{message} ({str(cause).splitlines()[0]})"

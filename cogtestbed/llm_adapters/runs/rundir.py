@@ -51,6 +51,15 @@ CONFIG_FILE, LEDGER_FILE, LOCK_FILE = "run.json", "spend.jsonl", ".lock"
 TRANSPORT_FIELDS = ("base_url", "timeout", "concurrency", "rpm", "tpm", "retry_for")
 
 
+def _raised(total: Any, add: float, name: str, flag: str) -> Any:
+    """A budget limit raised by ``add`` (``add_budget``), refused where the run has none."""
+    if not add:
+        return total
+    if total is None:
+        raise RunDirError(f"`add_budget` {flag}=...: the run has no `{name}` limit to raise")
+    return total + add
+
+
 class RunDirError(CogtestbedError, ValueError):
     """The run directory cannot be used as asked (locked, exists, mismatched, unwritable)."""
 
@@ -179,13 +188,7 @@ class RunDir:
             if self.stored is not None and old is not None and given is not None and given != old:
                 raise RunDirError(f"`{name}` {given}: this run's total is {old}; "
                                   f"raise it with `add_budget` {flag}=AMOUNT")
-            total = old if old is not None else given
-            if add:
-                if total is None:
-                    raise RunDirError(f"`add_budget` {flag}=...: the run has no `{name}` "
-                                      "limit to raise")
-                total = total + add
-            limits.append(total)
+            limits.append(_raised(old if old is not None else given, add, name, flag))
         self.manifest["budget"] = {"max_calls": limits[0], "max_cost": limits[1]}
         self.write_manifest()
         return limits[0], limits[1]

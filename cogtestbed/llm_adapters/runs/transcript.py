@@ -123,6 +123,25 @@ def _tokenize(tokenizer: Any, text: str) -> tuple[list[int], list[tuple[int, int
     return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
 
 
+def _line_option_tokens(tokenizer: Any, text: str, choice: MarkedChoice, option: str, ids: list[int],
+                        offsets: Sequence[tuple[int, int]], first: int) -> list[int] | None:
+    """``option``'s tokens read from the choice's line alone (:func:`_option_tokens`), or None when
+    the line does not start at a token boundary or its tokens before the choice are not the
+    transcript's own."""
+    line = text.rfind("\n", 0, choice.start) + 1
+    k0 = next((k for k in range(first, -1, -1) if offsets[k][0] == line and offsets[k][1] > line), None)
+    if k0 is None or line == 0:
+        return None
+    enc = tokenizer(text[line:choice.start] + option + CLOSE, return_offsets_mapping=True,
+                    add_special_tokens=False)
+    local = list(enc["input_ids"])
+    span = _token_span([tuple(o) for o in enc["offset_mapping"]], choice.start - line,
+                       choice.start - line + len(option))
+    if span is None or local[:span[0]] != ids[k0:first]:
+        return None
+    return local[span[0]:span[1]]
+
+
 def _option_tokens(tokenizer: Any, text: str, choice: MarkedChoice, option: str, ids: list[int],
                    offsets: Sequence[tuple[int, int]], first: int) -> list[int] | None:
     """``option``'s tokens where the choice stands (the text before it, the option, the closing
@@ -133,16 +152,9 @@ def _option_tokens(tokenizer: Any, text: str, choice: MarkedChoice, option: str,
     its tokens before the choice are the transcript's own, the option's tokens are read there;
     otherwise the whole text before the choice is tokenized again (exact, but quadratic in a long
     transcript)."""
-    line = text.rfind("\n", 0, choice.start) + 1
-    k0 = next((k for k in range(first, -1, -1) if offsets[k][0] == line and offsets[k][1] > line), None)
-    if k0 is not None and line > 0:
-        enc = tokenizer(text[line:choice.start] + option + CLOSE, return_offsets_mapping=True,
-                        add_special_tokens=False)
-        local = list(enc["input_ids"])
-        span = _token_span([tuple(o) for o in enc["offset_mapping"]], choice.start - line,
-                           choice.start - line + len(option))
-        if span is not None and local[:span[0]] == ids[k0:first]:
-            return local[span[0]:span[1]]
+    local = _line_option_tokens(tokenizer, text, choice, option, ids, offsets, first)
+    if local is not None:
+        return local
     full, full_offsets = _tokenize(tokenizer, text[:choice.start] + option + CLOSE)
     span = _token_span(full_offsets, choice.start, choice.start + len(option))
     if span is None or full[:span[0]] != ids[:first]:

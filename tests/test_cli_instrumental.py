@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 import sys
@@ -12,20 +10,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_runs import in_process
 from tolerance import assert_close
 
-from cogtestbed.cli import run_cli
-
-
-def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``cogtestbed ARGS`` in this process: its exit status and what it printed."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run_cli(list(args))
-    proc = subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
-    return proc
+cli = in_process
 
 
 def test_simulate_then_metrics(tmp_path):

@@ -44,7 +44,7 @@ def test_smoothed_comparator_finds_the_normal_theory_size_with_an_interval() -> 
     eff, nul = brownian(2000, 45, theta, 11), brownian(4000, 45, 0.0, 12)
     sizes = list(range(15, 46))
     cols = [n - 2 for n in sizes]
-    s = smoothed_comparator(eff.z[:, cols], nul.z[:, cols], sizes, 1.0, LEVEL, TARGET, seed=1, boot=100)
+    s = smoothed_comparator(eff.z[:, cols], nul.z[:, cols], sizes, 1.0, LEVEL, TARGET, seed=1, boot=40)
     lo, hi = s["interval"]
     assert lo < s["size"] < hi and 0.5 < hi - lo < 8
     assert abs(s["size"] - 30) < 2.5 and lo - 1 <= 30 <= hi + 1
@@ -70,17 +70,17 @@ def test_the_joint_saving_interval_resamples_null_and_effect_studies_and_adds_th
     stop = np.repeat([0, 1, 2, 2], 250)
     costs = [10.0, 20.0, 30.0]
     out = joint_saving({"effect": eff.z[:, cols], "null": nul.z[:, cols]}, rejected, stop, costs, 1.0, sizes, 1.0,
-                       LEVEL, TARGET, seed=1, boot=100)
+                       LEVEL, TARGET, seed=1, boot=40)
     nominal, at_level = out["nominal"], out["at_level"]
     assert abs(nominal["fixed_size"] - 30) < 2.5 and nominal["critical"] == pytest.approx(stats.norm.isf(0.025))
     assert nominal["percent"] == pytest.approx(100 * (1 - 22.5 / nominal["fixed_size"]))
     assert at_level["percent"] > nominal["percent"]
     for fig in (nominal, at_level):
         assert fig["interval"][0] < fig["percent"] < fig["interval"][1]
-    s = smoothed_comparator(eff.z[:, cols], nul.z[:, cols], sizes, 1.0, 0.03, TARGET, seed=1, boot=100)
+    s = smoothed_comparator(eff.z[:, cols], nul.z[:, cols], sizes, 1.0, 0.03, TARGET, seed=1, boot=40)
     effect_only = saving_estimate(s, 1.0, costs, stop, seed=1)["interval"]
     assert at_level["interval"][1] - at_level["interval"][0] > effect_only[1] - effect_only[0]
-    assert out["replicates"] == 100
+    assert out["replicates"] == 40
     lines = seqauto.auto_lines(_seq_with_saving(out))
     joint_line = next(x for x in lines if x.startswith("  saving estimate"))
     assert joint_line.endswith("(interval: joint resampling of null and effect studies)")
@@ -187,12 +187,13 @@ def test_hierarchical_search_with_its_test_picks_a_size_at_target_power() -> Non
 
 
 def test_simulated_searches_pick_an_underpowered_size_at_most_5_percent() -> None:
-    """benchmarks/studies/size_search_error.py's simulation of the two searches (200 each): the rules
-    now pick a size below the target in at most 5 % of searches (the old hierarchical rule: > 15 %)."""
+    """benchmarks/studies/size_search_error.py's simulation of the two searches (100 and 50 here; the study
+    runs 2,000): the rules now pick a size below the target in at most 5 % of searches (the old hierarchical
+    rule: > 15 %)."""
     sse = load_study("size_search_error")
-    assert sse.hierarchical(200, 24.0, 20, True, 1)["underpowered"] <= 0.05
-    assert sse.hierarchical(200, 24.0, 8, False, 1)["underpowered"] > 0.15
-    assert sse.precision_search(100, 96.0, 0.9, True, 1)["underpowered"] <= 0.05
+    assert sse.hierarchical(100, 24.0, 20, True, 1)["underpowered"] <= 0.05
+    assert sse.hierarchical(100, 24.0, 8, False, 1)["underpowered"] > 0.15
+    assert sse.precision_search(50, 96.0, 0.9, True, 1)["underpowered"] <= 0.05
 
 
 def test_confirmation_list_keeps_rules_with_a_power_margin() -> None:

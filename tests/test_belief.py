@@ -5,11 +5,11 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runs import in_process
 from scipy import stats
 from study_scripts import load_study
 
@@ -335,9 +335,8 @@ def test_pymc_models_build():
 
 # ----------------------------------------------------------------------------- CLI
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return proc
+    """``cogtestbed ARGS`` in this process (exit status 0 or the test fails with its stderr)."""
+    return in_process(*args)
 
 
 def test_cli_simulate_then_metrics(tmp_path):

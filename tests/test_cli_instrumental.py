@@ -1,22 +1,19 @@
-"""The CLI forms of the foundation issue, run as a real subprocess."""
+"""The CLI forms of the foundation issue, run in process by :func:`cogtestbed.cli.run_cli` (the code behind
+``python -m cogtestbed``); one refusal also goes through the real entry point in a fresh interpreter."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_runs import in_process
 from tolerance import assert_close
 
-
-def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True,
-                          timeout=300)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}: {proc.stderr}")
-    return proc
+cli = in_process
 
 
 def test_simulate_then_metrics(tmp_path):
@@ -42,7 +39,7 @@ def test_metrics_on_cogbench_csv_detected_and_forced(cogbench_dir):
     forced = json.loads(cli("metrics", "instrumental-learning", str(path), "--from", "cogbench",
                             "--json").stdout)
     assert auto["source"] == forced["source"] == "cogbench"
-    assert_close(auto["metrics"], forced["metrics"])  # two processes: one may compile, one load the cache
+    assert_close(auto["metrics"], forced["metrics"])
     assert [r["run"] for r in auto["per_run"]] == list(range(10))
 
 
@@ -58,12 +55,23 @@ def test_metrics_on_cogbench_csv_detected_and_forced(cogbench_dir):
         (["metrics", "instrumental-learning", "missing.parquet"], "no such file"),
     ],
 )
-def test_bad_input_gives_one_clear_error(tmp_path, args, message):
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+def test_bad_input_gives_one_clear_error(tmp_path, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    proc = cli(*args, check=False)
     assert proc.returncode == 2
     assert message in proc.stderr
     assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "x.parquet").exists()
+
+
+def test_the_entry_point_refuses_in_one_line_with_exit_2(tmp_path: Path) -> None:
+    """``python -m cogtestbed``, a fresh interpreter: a bad argument is one line on stderr and exit status 2."""
+    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "simulate", "instrumental-learning", "--agent",
+                           "rw-pm", "--param", "alpha_pos=1.5", "-o", "x.parquet"], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error:") and "alpha_pos must lie in [0.0, 1.0], got 1.5" in line
     assert not (tmp_path / "x.parquet").exists()
 
 

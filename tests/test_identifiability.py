@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import numpy as np
 import pytest
+from cli_runs import in_process
 
 import cogtestbed as ct
 from cogtestbed.errors import InputError
@@ -68,7 +68,8 @@ def test_bad_arguments_are_one_line():
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True, timeout=600)
+    """``cogtestbed ARGS`` in this process (tests/test_cli_instrumental.py starts the real entry point)."""
+    return in_process(*args, check=False)
 
 
 def test_check_design_command():

@@ -9,6 +9,7 @@ import sys
 import warnings
 
 import pytest
+from cli_runs import in_process
 from cold_cli import assert_refused_cold, cold
 
 import cogtestbed as ct
@@ -95,9 +96,7 @@ def test_simulate_command_warns_in_one_line(tmp_path) -> None:
 
 
 def test_check_design_prints_one_games_se_and_the_games_for_the_tolerance() -> None:
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "check-design", "horizon", "--model", "info-bonus",
-                           "--json"], capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr
+    proc = in_process("check-design", "horizon", "--model", "info-bonus", "--json")
     out = json.loads(proc.stdout)
     assert out["sessions"] == 1 and out["refusal"] is not None
     for row in out["parameters"]:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from cli_runs import in_process
 from scipy import stats
 from versions import assert_exact_versions
 
@@ -221,16 +222,16 @@ def test_pilot_gives_invalid_rate_tokens_per_call_and_refuses_a_useless_one(tmp_
     from cogtestbed.planning.plan_report import read_pilot
 
     pilot = tmp_path / "pilot"
-    cli("run", INSTRUMENTAL, "--llm", "hf:tiny-random", "--subjects", "3", "--seed", "1", "--design",
-        "visits_per_casino=4", "-o", str(pilot), "--cache", str(tmp_path / "c.sqlite"))
+    in_process("run", INSTRUMENTAL, "--llm", "hf:tiny-random", "--subjects", "3", "--seed", "1", "--design",
+               "visits_per_casino=4", "-o", str(pilot), "--cache", str(tmp_path / "c.sqlite"))
     trials = pd.read_parquet(pilot / "trials.parquet")
     info = read_pilot(pilot, get_experiment(INSTRUMENTAL), rw_spec())
     assert info.subjects == 3 and info.calls == 48
     assert info.invalid_rate == pytest.approx(1 - trials["valid"].mean())
     assert info.prompt_tokens_per_call is not None and info.prompt_tokens_per_call > 100
     if info.invalid_rate > 0.9:  # the random tiny model answers nonsense: no budget is spent on it
-        proc = cli("plan", INSTRUMENTAL, "--model", "rw-pm", "--effect", "optimism_bias=0.4", "--llm",
-                   "hf:tiny-random", "--pilot", str(pilot), check=False)
+        proc = in_process("plan", INSTRUMENTAL, "--model", "rw-pm", "--effect", "optimism_bias=0.4", "--llm",
+                          "hf:tiny-random", "--pilot", str(pilot), check=False)
         assert proc.returncode == 2 and proc.stderr.startswith("error:") and "invalid answers" in proc.stderr
 
 

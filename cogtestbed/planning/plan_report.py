@@ -323,7 +323,7 @@ def _hierarchical_words(payload: Mapping[str, Any]) -> str:
         return ""
     dollars = mle["cost"].get("dollars")
     return (f" with the hierarchical fit (--fit hierarchical: the size searched with it; the per-subject MLE's "
-            f"t-test chose {mle['chosen']['design']}"
+            f"{mle.get('test_name', 'test')} chose {mle['chosen']['design']}"
             + ("" if dollars is None else f", ${dollars:.2f}") + ")")
 
 

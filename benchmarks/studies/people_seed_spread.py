@@ -12,6 +12,8 @@ spread (largest − smallest) of each power over the seeds.
 
     python benchmarks/studies/people_seed_spread.py                                   # spektor2024, seeds 0-4
     python benchmarks/studies/people_seed_spread.py --population human:spektor2024-all  # all 282 people (hours)
+    python benchmarks/studies/people_seed_spread.py --seeds 3 > s3.jsonl    # one seed a process, then
+    python benchmarks/studies/people_seed_spread.py --combine s0.jsonl s1.jsonl s2.jsonl s3.jsonl s4.jsonl
     python benchmarks/studies/people_seed_spread.py --population stand-in --seeds 0,1  # the 20-person stand-in
 """
 
@@ -73,14 +75,8 @@ def spread(rows: Sequence[Mapping[str, Any]], key: str = "recommended_power") ->
     return max(powers) - min(powers)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--population", default=POPULATION, help="human:NAME, a file, or 'stand-in' (20 people)")
-    ap.add_argument("--seeds", default="0,1,2,3,4")
-    ap.add_argument("--subjects", default=None, help="the searched range (default: the plan's own)")
-    ap.add_argument("--mc-se", type=float, default=0.03)
-    ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args(argv)
+def plan_seeds(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """:func:`plan_at` of each of ``args.seeds``, each row printed as a JSON line as it comes."""
     with tempfile.TemporaryDirectory() as tmp:
         pop = args.population
         if pop == "stand-in":
@@ -89,6 +85,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         for s in (int(x) for x in args.seeds.split(",")):
             rows.append(plan_at(s, pop, args.subjects, args.mc_se, args.workers))
             print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--population", default=POPULATION, help="human:NAME, a file, or 'stand-in' (20 people)")
+    ap.add_argument("--seeds", default="0,1,2,3,4")
+    ap.add_argument("--subjects", default=None, help="the searched range (default: the plan's own)")
+    ap.add_argument("--mc-se", type=float, default=0.03)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--combine", nargs="+", default=None,
+                    help="instead of planning, read the seeds' rows (the JSON lines this script printed, one run a "
+                         "seed) from these files and print the spreads")
+    args = ap.parse_args(argv)
+    if args.combine:
+        rows = [json.loads(line) for f in args.combine for line in Path(f).read_text().splitlines()
+                if line.startswith("{")]
+        args.seeds = ",".join(str(r["seed"]) for r in rows)
+    else:
+        rows = plan_seeds(args)
     for key, what in (("calibrated_power", "calibrated test's"), ("recommended_power", "recommended test's")):
         powers = ", ".join(f"{r[key]:.3f}" for r in rows)
         print(f"{what} power over seeds {args.seeds}: {powers}; spread {spread(rows, key):.3f}")

@@ -83,6 +83,11 @@ def test_a_plans_calibrated_section_is_for_people_and_says_when_too_few_null_stu
     assert calibrated_words(above) == (
         "; the nominal test is above its level (nominal type-I 0.071 ± 0.007 on 1,000 null studies at these trial "
         "counts): use the calibrated test (critical p 0.0312): power 0.810 ± 0.020")
+    assert calibrated_words(above, 0.8) == calibrated_words(above)  # 0.81: at the target
+    low = {**above, "power": {"rate": 0.635, "mc_se": 0.015}}
+    assert calibrated_words(low, 0.8).endswith("power 0.635 ± 0.015 — under the 80% target: this design was "
+                                               "sized for the nominal test; plan more subjects (--subjects) before "
+                                               "running it")
     holds = {**above, "nominal_rate": 0.055, "nominal_holds": True}
     assert calibrated_words(holds) == ("; the nominal test holds its level here (nominal type-I 0.055 ± 0.007 on "
                                        "1,000 null studies at these trial counts): use it")

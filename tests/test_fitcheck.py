@@ -143,7 +143,7 @@ def test_plan_fit_hierarchical_plans_the_hierarchical_choice_in_every_output(tmp
     assert "subjects tried 24 -> 12 -> 15 -> 19: power 1.00 ± 0.00 [0.84, 1.00], 0.80 ± 0.06 [0.65, 0.90]" in md
     assert "20/40/60/40 fresh studies, 160 hierarchical fits" in md
     assert "(40 sims) with the hierarchical fit (--fit hierarchical: the size searched with it; the per-subject " \
-        "MLE's t-test chose 24 subjects" in md
+        "MLE's one-sample t-test chose 24 subjects" in md
     assert "sizes tried with the hierarchical fit" in html and "chosen 19 subjects" in html
 
 

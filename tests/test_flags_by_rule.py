@@ -107,3 +107,25 @@ def test_on_the_rw_pm_power_plan_population_no_wide_interval_is_unflagged_no_bou
     bound = fits.copy()
     bound.loc[bound.index[0], ["alpha_neg", "identified"]] = [1.0, True]
     assert flags.on_bound_identified(model, bound) == 1
+
+
+def test_the_flag_study_prints_both_checks_and_says_when_one_fails() -> None:
+    """``flag_shares.py``'s closing lines: the RW± power-plan population's unflagged near-whole-range
+    intervals, and across every row measured the subjects on a declared bound marked identified; each line
+    says "holds" at 0 and "FAILS" otherwise, and counts each unit once."""
+    from study_scripts import load_study
+
+    flags = load_study("flag_shares")
+    row = {"experiment": "bart", "model": "target", "fitted": 30, "flagged": 0.1, "one_sided": 0.1,
+           "wide_unflagged": 0, "on_bound_identified": 0}
+    rw = {**row, "experiment": "instrumental-learning", "model": "rw-pm (plan)", "fitted": 100, "flagged": 0.118,
+          "one_sided": 0.05}
+    lines = flags.check_lines([row, {**row, "experiment": "instrumental-learning", "model": "rw-pm"}], rw)
+    assert lines[0].startswith("RW± power-plan population (100 fitted subjects, optimism_bias 0.2, 96 trials; "
+                               "11.8% flagged, 5.0% one-sided)")
+    assert lines[0].endswith("covering ≥ 99 % of a bounded range: 0 (holds)")
+    assert lines[1].startswith("across the matrix (2 experiment × model units, 160 fitted subjects)")
+    assert "marked identified: 0 (holds)" in lines[1]
+    bad = flags.check_lines([{**row, "on_bound_identified": 2}], {**rw, "wide_unflagged": 1})
+    assert bad[0].endswith(": 1 (FAILS)") and "marked identified: 2 (FAILS)" in bad[1]
+    assert len(flags.check_lines([row], None)) == 1  # no RW± row: the matrix line alone

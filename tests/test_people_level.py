@@ -83,9 +83,33 @@ def test_a_plans_calibrated_section_is_for_people_and_says_when_too_few_null_stu
     assert calibrated_words(above) == (
         "; the nominal test is above its level (nominal type-I 0.071 ± 0.007 on 1,000 null studies at these trial "
         "counts): use the calibrated test (critical p 0.0312): power 0.810 ± 0.020")
+    assert calibrated_words(above, 0.8) == calibrated_words(above)  # 0.81: at the target
+    low = {**above, "power": {"rate": 0.635, "mc_se": 0.015}}
+    assert calibrated_words(low, 0.8).endswith("power 0.635 ± 0.015 — under the 80% target: this design was "
+                                               "sized for the nominal test; plan more subjects (--subjects) before "
+                                               "running it")
     holds = {**above, "nominal_rate": 0.055, "nominal_holds": True}
     assert calibrated_words(holds) == ("; the nominal test holds its level here (nominal type-I 0.055 ± 0.007 on "
                                        "1,000 null studies at these trial counts): use it")
+    with_power = {**holds, "nominal_power": {"rate": 0.84, "mc_se": 0.0116, "sims": 1000}}
+    assert calibrated_words(with_power).endswith(": use it (power 0.840 ± 0.012 on 1,000 fresh studies at this "
+                                                 "design)")
+
+
+def test_the_calibrated_section_reads_both_tests_powers_off_the_fresh_studies() -> None:
+    """The nominal test's power (the one recommended where it holds its level) is read off the same fresh
+    studies as the calibrated test's, not off the studies whose power chose the design."""
+    spec = _people_spec()
+    rng = np.random.default_rng(7)
+    fresh = pd.DataFrame({"p_value": rng.uniform(0, 0.2, 400), "direction": rng.choice([-1.0, 1.0], 400, p=[.1, .9])})
+    nulls = pd.DataFrame({"p_value": rng.uniform(size=1000)})
+    out = calibrated_section(spec, fresh, 0.0375, nulls=nulls)
+    hits = (fresh["p_value"] < 0.05) & (fresh["direction"] > 0)
+    assert out["nominal_power"]["rate"] == pytest.approx(hits.mean()) and out["nominal_power"]["sims"] == 400
+    crit = out["critical_p"]
+    assert out["power"]["rate"] == pytest.approx(((fresh["p_value"] < crit) & (fresh["direction"] > 0)).mean())
+    assert out["recommended"] == ("nominal" if out["nominal_holds"] else "calibrated")
+    assert "fresh studies" in out["nominal_power"]["studies"]
 
 
 def test_a_critical_p_is_calibrated_on_at_least_1000_null_studies_and_the_nominal_test_kept_where_it_holds() -> None:
@@ -221,3 +245,20 @@ def test_a_plan_against_people_of_a_session_pooling_experiment_pools_one_session
     assert tuple(seen["runs"]) == (1,) and len(seen["trials"]) == 1
     with pytest.raises(InputError, match="`runs` must be 1 in a plan against people"):
         ct.plan("two-step", runs="1:20", **kw)
+
+
+def test_a_people_plans_fresh_studies_are_as_many_as_its_null_studies(monkeypatch) -> None:
+    """An LLM-against-people plan reads its calibrated and nominal powers off at least MIN_NULL_STUDIES fresh
+    studies (MC SE ≈ 0.015, not 0.035 from 178), so that they do not move with the seed; other plans keep as
+    many fresh studies as chose the design."""
+    from types import SimpleNamespace
+
+    from cogtestbed.planning import plan as planner
+
+    asked: list[int] = []
+    monkeypatch.setattr(planner, "one_size_table", lambda spec, point, sims, *a, **k: asked.append(sims))
+    chosen = SimpleNamespace(point=None, estimate=SimpleNamespace(sims=178))
+    for spec in (_people_spec(), _people_spec().model_copy(update={"people": None, "from_population": None})):
+        planner.Planner.fresh_table(SimpleNamespace(spec=spec, power=SimpleNamespace(workers=1, seconds_per_unit=1.0)),
+                                    chosen)
+    assert asked == [MIN_NULL_STUDIES, 178]

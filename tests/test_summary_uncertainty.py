@@ -77,8 +77,16 @@ def test_the_plans_recovery_names_its_test_and_the_estimands_scale() -> None:
     named = test_and_scale(two, model)
     rank = "lambda" in getattr(model, "rank_tested_parameters", ())
     assert named["test_name"] == ("Brunner-Munzel rank test" if rank else "Welch t-test")
-    assert named["estimand_scale"] == ("the difference of the groups' mean log lambda (the test's scale); the effect "
-                                       "asked: lambda +0.5 on its own scale")
+    assert rank  # prospect theory's λ is compared by ranks: the scale names the rank test's own estimate
+    assert named["estimand_scale"] == ("the difference of the groups' mean log lambda (the estimand; the rank test "
+                                       "tests P(second > first) = 1/2 and estimates the Hodges-Lehmann shift of log "
+                                       "lambda); the effect asked: lambda +0.5 on its own scale")
+    rw = get_experiment("instrumental-learning").model("rw-pm")
+    welch = test_and_scale(study_spec(kind="power", experiment="instrumental-learning", models=("rw-pm",),
+                                      effect="optimism_bias", effect_size=0.2, groups=2, subjects=(4,), reps=1,
+                                      seed=0), rw)
+    assert welch["test_name"] == "Welch t-test"
+    assert welch["estimand_scale"].startswith("the difference of the groups' mean optimism_bias (the test's scale)")
     one = test_and_scale(two.model_copy(update={"groups": 1}), model)
     assert one["test_name"] == "one-sample t-test" and "mean shift of log lambda" in one["estimand_scale"]
     line = recovery_line({"effect_bias": 0.04, "estimand": 1.31, **named, "studies": 10})
@@ -99,3 +107,56 @@ def test_every_fit_summary_names_the_scale_its_summary_and_interval_are_on() -> 
     fits = _fits({n: rng.uniform(0.1, 0.9, 10) for n in rw.parameters.names})
     scales = mle_summary(fits, rw.parameters.names, rw.parameters)["summary_scale"]
     assert scales["alpha_pos"] == "alpha_pos's own (natural) scale"
+
+
+def test_every_population_summary_of_a_fit_has_its_bootstrap_interval() -> None:
+    """Not only the default summary: the median, the mean and the pinned-only median each carry a seeded
+    percentile bootstrap interval over the subjects they are over (None where fewer than two count)."""
+    model = get_experiment("temporal-discounting").model("hyperbolic")
+    rng = np.random.default_rng(4)
+    values = {"k": np.exp(rng.normal(-3, 1, 60)), "temperature": np.exp(rng.normal(-3, 0.5, 60))}
+    fits = _fits(values)
+    fits.loc[fits.index[:58], "identified"] = False  # two pinned subjects
+    out = mle_summary(fits, model.parameters.names, model.parameters)
+    for name in model.parameters.names:
+        lo, hi = out["median_ci95"][name]
+        assert lo < np.median(values[name]) < hi
+        assert out["median_ci95"][name] == out["summary_ci95"][name]  # a log-scale parameter's summary: the median
+        lo, hi = out["mean_ci95"][name]
+        assert lo < np.mean(values[name]) < hi
+        se = np.std(values[name], ddof=1) / np.sqrt(60)
+        assert hi - lo == pytest.approx(2 * 1.96 * se, rel=0.35)
+        pinned = values[name][58:]
+        lo, hi = out["median_pinned_only_ci95"][name]
+        assert lo == pytest.approx(pinned.min()) and hi == pytest.approx(pinned.max())
+    fits["identified"] = False
+    assert mle_summary(fits, model.parameters.names, model.parameters)["median_pinned_only_ci95"]["k"] is None
+
+
+def test_recovery_reads_a_summary_against_the_truths_summary_and_names_its_bias() -> None:
+    """A recovery's summary estimate is read against the true values' same summary; where the truth lies
+    outside the estimates' interval the summary is biased at that design (percent for a median of a log-scale
+    parameter), and a per-subject MLE's suggests the hierarchical fit."""
+    from cogtestbed.studies.recovery_checks import summary_offset
+    from cogtestbed.studies.verdict import _against_truth
+
+    k = get_experiment("temporal-discounting").model("hyperbolic").parameters["k"]
+    rng = np.random.default_rng(5)
+    true = np.exp(rng.normal(-3, 1, 80))
+    biased = summary_offset(true * 1.57, true, k, "mle")  # every estimate 57 % high
+    assert biased["summary_true"] == pytest.approx(np.median(true))
+    assert biased["summary_offset_percent"] == pytest.approx(57.0)
+    assert biased["summary_biased"] and "hierarchical" in biased["summary_suggested"]
+    entry = {"summary_kind": "median", **biased}
+    assert "BIASED at this design: +57 %" in _against_truth(entry) and "hierarchical" in _against_truth(entry)
+    noisy = summary_offset(true * np.exp(rng.normal(0, 0.3, 80)), true, k, "mle")
+    assert not noisy["summary_biased"] and "summary_suggested" not in noisy
+    assert "BIASED" not in _against_truth({"summary_kind": "median", **noisy})
+    hier = summary_offset(true * 1.57, true, k, "hierarchical")
+    assert hier["summary_biased"] and "summary_suggested" not in hier
+    alpha = get_experiment("instrumental-learning").model("rw-pm").parameters["alpha_pos"]
+    u = rng.uniform(0.2, 0.8, 80)
+    mean = summary_offset(u + 0.1, u, alpha, "mle")
+    assert mean["summary_offset"] == pytest.approx(0.1) and mean["summary_biased"]
+    assert "summary_offset_percent" not in mean
+    assert summary_offset(np.array([np.nan]), u[:1], alpha, "mle") == {}

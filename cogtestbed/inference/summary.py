@@ -7,7 +7,7 @@ labelled secondary figure (``median_pinned_only``).  Which statistic summarises 
 :func:`summary_kind` (the median of a log-scale parameter, the mean of another: measured by
 ``benchmarks/studies/summary_bias.py``, docs/studies.md).
 
-Each default summary carries its uncertainty: a percentile bootstrap interval over subjects
+Each population summary carries its uncertainty: a percentile bootstrap interval over subjects
 (:func:`bootstrap_interval`: :data:`SUMMARY_BOOTSTRAP` resamples of the fitted subjects, seeded,
 the same whatever the rows' order), and where the per-subject MLE's summary is known to be biased at
 the experiment's design (:data:`KNOWN_SUMMARY_BIAS`, measured by ``benchmarks/studies/summary_bias.py``)
@@ -67,18 +67,24 @@ def default_summary(values: np.ndarray, p: Parameter) -> float:
 
 
 def bootstrap_interval(values: np.ndarray, p: Parameter, replicates: int = SUMMARY_BOOTSTRAP,
-                       seed: int = SUMMARY_BOOTSTRAP_SEED) -> list[float] | None:
+                       seed: int = SUMMARY_BOOTSTRAP_SEED, stat: str | None = None) -> list[float] | None:
     """The 95 % percentile bootstrap interval over subjects of :func:`default_summary` of the finite
-    ``values`` (``replicates`` resamples with replacement, seeded; the values sorted first, so the
-    interval does not depend on the rows' order); None where fewer than two values are finite."""
+    ``values`` (``stat``: ``"median"`` or ``"mean"`` instead; ``replicates`` resamples with replacement,
+    seeded; the values sorted first, so the interval does not depend on the rows' order); None where
+    fewer than two values are finite."""
     v = np.sort(np.asarray(values, float))
     v = v[np.isfinite(v)]
     if v.size < 2:
         return None
     draws = v[np.random.default_rng(seed).integers(0, v.size, size=(replicates, v.size))]
-    stat = np.median(draws, axis=1) if summary_kind(p) == "median" else np.mean(draws, axis=1)
-    lo, hi = np.percentile(stat, [2.5, 97.5])
+    of = np.median(draws, axis=1) if (stat or summary_kind(p)) == "median" else np.mean(draws, axis=1)
+    lo, hi = np.percentile(of, [2.5, 97.5])
     return [float(lo), float(hi)]
+
+
+def _intervals(rows: pd.DataFrame, parameters: ParameterSet, stat: str) -> dict[str, list[float] | None]:
+    """:func:`bootstrap_interval` of ``stat`` (median or mean) of every parameter over ``rows``."""
+    return {p.name: bootstrap_interval(rows[p.name].to_numpy(float), p, stat=stat) for p in parameters}
 
 
 def known_bias(experiment: str, model: str, parameters: ParameterSet) -> dict[str, dict[str, Any]]:
@@ -130,7 +136,9 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterS
     subjects flagged and the flags' reasons (``flagged``, ``flag_reasons``), and — a labelled
     secondary figure only — the median over the subjects the data pin (``median_pinned_only``).
     Each default summary has its 95 % bootstrap interval over subjects (``summary_ci95``,
-    :func:`bootstrap_interval`, how in ``summary_interval``) and the scale both are on (``summary_scale``,
+    :func:`bootstrap_interval`, how in ``summary_interval``), and so do the median, the mean and the
+    pinned-only median (``median_ci95``, ``mean_ci95``, ``median_pinned_only_ci95``: None where fewer than
+    two subjects count), and the scale both are on (``summary_scale``,
     :func:`summary_scale`); ``bias``: the known bias of the
     summaries at this design (:func:`known_bias`), printed beside them (``summary_bias``, ``notes``).
     Flags name the subjects whose answers identify no model (not fitted) and those whose fit failed
@@ -149,6 +157,9 @@ def mle_summary(fits: pd.DataFrame, names: Sequence[str], parameters: ParameterS
         out["summary"] = {p.name: default_summary(fitted[p.name].to_numpy(float), p) for p in parameters}
         out["summary_kind"] = {p.name: summary_kind(p) for p in parameters}
         out["summary_ci95"] = {p.name: bootstrap_interval(fitted[p.name].to_numpy(float), p) for p in parameters}
+        out["median_ci95"] = _intervals(fitted, parameters, "median")
+        out["mean_ci95"] = _intervals(fitted, parameters, "mean")
+        out["median_pinned_only_ci95"] = _intervals(ok, parameters, "median")
         out["summary_scale"] = {p.name: summary_scale(p) for p in parameters}
         out["summary_interval"] = (f"95% percentile bootstrap over the {len(fitted)} fitted subjects "
                                    f"({SUMMARY_BOOTSTRAP:,} resamples, seed {SUMMARY_BOOTSTRAP_SEED})")

@@ -431,9 +431,16 @@ class Planner:
         calibrated test's power, are measured on studies other than those whose power picked the
         design (which favour designs whose estimates ran high).  An LLM against people: its column
         ``llm_values`` holds each study's LLM group (per-subject values on the test's scale), the
-        groups the conditional power tests against the real participants (:func:`conditional_groups`)."""
+        groups the conditional power tests against the real participants (:func:`conditional_groups`), and
+        it has as many fresh studies as its calibration has null studies (at least
+        :data:`~cogtestbed.studies.people_level.MIN_NULL_STUDIES`), so that the calibrated and nominal tests'
+        powers are read to an MC SE near 0.015, not 0.035, and do not move with the seed."""
+        from cogtestbed.planning.kinds.power.power_sims import reuses_fits
+        from cogtestbed.studies.people_level import null_study_count
+
+        sims = null_study_count(chosen.estimate.sims) if reuses_fits(self.spec) else chosen.estimate.sims
         return one_size_table(self.spec.model_copy(update={"seed": self.spec.seed + FRESH_SEED_OFFSET}),
-                              chosen.point, chosen.estimate.sims, self.power.workers,
+                              chosen.point, sims, self.power.workers,
                               "fixed plan: fresh studies for the recovery at", self.power.seconds_per_unit)
 
     def extend_sizes(self) -> None:

@@ -293,7 +293,7 @@ def summary_line(payload: dict[str, Any]) -> str:
             f"{cost['prompt_tokens']:,} prompt + {cost['completion_tokens']:,} completion tokens (max), "
             f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _unconditional(payload)
             + _hierarchical_words(payload) + conditional_words(payload.get("power_conditional"))
-            + calibrated_words(payload.get("calibrated_test")))
+            + calibrated_words(payload.get("calibrated_test"), payload["target"].get("power")))
 
 
 def _unconditional(payload: Mapping[str, Any]) -> str:
@@ -323,7 +323,7 @@ def _hierarchical_words(payload: Mapping[str, Any]) -> str:
         return ""
     dollars = mle["cost"].get("dollars")
     return (f" with the hierarchical fit (--fit hierarchical: the size searched with it; the per-subject MLE's "
-            f"t-test chose {mle['chosen']['design']}"
+            f"{mle.get('test_name', 'test')} chose {mle['chosen']['design']}"
             + ("" if dollars is None else f", ${dollars:.2f}") + ")")
 
 

@@ -92,6 +92,9 @@ def test_and_scale(spec: PowerStudy, model: Any) -> dict[str, str]:
         rank = two_group_test(model, spec.effect) == "rank"
         name = "Brunner-Munzel rank test" if rank else "Welch t-test"
         scale = f"the difference of the groups' mean {what} (the test's scale)"
+        if rank:  # the rank test's own estimate is a shift of ranks' scale, not a difference of means
+            scale = (f"the difference of the groups' mean {what} (the estimand; the rank test tests "
+                     f"P(second > first) = 1/2 and estimates the Hodges-Lehmann shift of {what})")
     else:
         name, scale = "one-sample t-test", f"the mean shift of {what} (the test's scale)"
     return {"test_name": name, "estimand_scale": f"{scale}; the effect asked: {spec.effect} {spec.effect_size:+g}"

@@ -479,7 +479,8 @@ def _hierarchical_plan(payload: dict[str, Any], result: Any, planner: Any, exp: 
     chosen = Evaluated(found.point, found.estimate, planner.exact_cost(found.point))
     out = plan_payload(dataclasses.replace(result, chosen=chosen, spec=found.spec, fresh=None), planner.pricer, exp,
                        max_cost, pilot)
-    out["mle_chosen"] = {k: payload[k] for k in ("chosen", "cost", "power")}
+    out["mle_chosen"] = {**{k: payload[k] for k in ("chosen", "cost", "power")},
+                         "test_name": (payload.get("recovery") or {}).get("test_name") or "test"}
     out["fit_check"] = found.check
     out["warnings"] = recovery_warnings(out["recovery"], found.check)
     return out

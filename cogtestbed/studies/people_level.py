@@ -141,26 +141,36 @@ def calibrated_section(spec: Any, fresh: Any, target: float, workers: int | None
                           "margin: plan with a smaller --mc-se"}
     out = calibrate_people_test(spec, null_study_count(sims), target, workers) if nulls is None else \
         calibration_from_nulls(nulls["p_value"], target, spec.level)
-    out["power"] = {**calibrated_power(fresh, out["critical_p"], spec.effect_size),
-                    "studies": "fresh studies at the chosen design (not those whose power chose it)"}
+    studies = "fresh studies at the chosen design (not those whose power chose it)"
+    out["power"] = {**calibrated_power(fresh, out["critical_p"], spec.effect_size), "studies": studies}
+    out["nominal_power"] = {**calibrated_power(fresh, spec.level, spec.effect_size), "studies": studies}
     out["recommended"] = "nominal" if out["nominal_holds"] else "calibrated"
     out["assumes"] = ("the population generates both groups' data (the LLM's under no effect as the people's); the "
                       "critical p-value is calibrated on null studies of this design, people's and LLM's trial counts")
     return out
 
 
-def calibrated_words(section: dict[str, Any] | None) -> str:
+def calibrated_words(section: dict[str, Any] | None, target_power: float | None = None) -> str:
     """What the calibration says ('' where none): that the nominal test holds its level on the null
-    studies (use it), or the calibrated test's critical p and power where the nominal test does not."""
+    studies (use it, with its power on the fresh studies where the section has it), or the calibrated
+    test's critical p and power where the nominal test does not, and where that power is more than 2 MC SE
+    under ``target_power`` (the plan's target), that the design was sized for the nominal test and falls short."""
     if not section or "power" not in section:
         return ""
     p = section["power"]
     nominal = (f"nominal type-I {section['nominal_rate']:.3f} ± {section['nominal_rate_mc_se']:.3f} on "
                f"{section['null_sims']:,} null studies at these trial counts")
     if section.get("nominal_holds"):
-        return f"; the nominal test holds its level here ({nominal}): use it"
+        fresh = section.get("nominal_power")
+        power = "" if not fresh else (f" (power {fresh['rate']:.3f} ± {fresh['mc_se']:.3f} on {fresh['sims']:,} "
+                                      "fresh studies at this design)")
+        return f"; the nominal test holds its level here ({nominal}): use it{power}"
+    short = ""
+    if target_power is not None and p["rate"] + 2 * p["mc_se"] < target_power:
+        short = (f" — under the {target_power:.0%} target: this design was sized for the nominal test; plan more "
+                 "subjects (--subjects) before running it")
     return (f"; the nominal test is above its level ({nominal}): use the calibrated test (critical p "
-            f"{section['critical_p']:.4g}): power {p['rate']:.3f} ± {p['mc_se']:.3f}")
+            f"{section['critical_p']:.4g}): power {p['rate']:.3f} ± {p['mc_se']:.3f}{short}")
 
 
 __all__ = ["CALIBRATION_SEED_OFFSET", "MIN_NULL_STUDIES", "NOMINAL_SLACK_SE", "calibrate_people_test",

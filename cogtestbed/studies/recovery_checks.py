@@ -40,6 +40,29 @@ def _none_if_nan(value: float) -> float | None:
     return None if value != value else value
 
 
+def summary_offset(est: np.ndarray, true: np.ndarray, p: Any, method: str) -> dict[str, Any]:
+    """The default summary of the true values (``summary_true``) and how far the estimates' summary lies
+    from it (``summary_offset``: on the log scale for a median of a log-scale parameter, with
+    ``summary_offset_percent``; the difference for a mean), and whether the true summary falls outside the
+    estimates' bootstrap interval (``summary_biased``: the summary is biased at this design, beyond what
+    drawing the subjects explains).  Where a per-subject MLE's summary is biased, ``summary_suggested``
+    names the hierarchical fit's population value.  Empty where either summary is missing."""
+    got, want = default_summary(est, p), default_summary(true, p)
+    ci = bootstrap_interval(est, p)
+    if not (np.isfinite(got) and np.isfinite(want)) or ci is None:
+        return {}
+    out: dict[str, Any] = {"summary_true": want}
+    if summary_kind(p) == "median" and got > 0 and want > 0:
+        out["summary_offset"] = float(np.log(got / want))
+        out["summary_offset_percent"] = float(100 * np.expm1(out["summary_offset"]))
+    else:
+        out["summary_offset"] = float(got - want)
+    out["summary_biased"] = bool(not ci[0] <= want <= ci[1])
+    if out["summary_biased"] and method == "mle":
+        out["summary_suggested"] = "the hierarchical fit's population value (--method hierarchical)"
+    return out
+
+
 def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: float) -> None:
     """Add ``within``/``at_bound``/means to ``result.summary`` (in place) and record the criterion."""
     from cogtestbed.registry import get_experiment
@@ -65,6 +88,7 @@ def add_recovery_checks(result: Any, precision: Mapping[str, float], assurance: 
             entry["summary_kind"] = summary_kind(model.parameters[name])
             entry["summary_estimate"] = _none_if_nan(default_summary(est, model.parameters[name]))
             entry["summary_ci95"] = bootstrap_interval(est, model.parameters[name])  # over subjects
+            entry.update(summary_offset(est, true, model.parameters[name], spec.method))
             entry["at_bound"] = float(at_bound(est, model.parameters[name]).mean()) if est.size else None
             if name in precision:
                 h = float(precision[name])

@@ -19,8 +19,9 @@ from cogtestbed.studies.labels import design_name, runs_text
 from cogtestbed.studies.plots import plots
 
 #: Columns of a recovery table, in order (those present).
-RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "summary_kind", "summary_estimate", "median_estimate",
-                    "mean_estimate", "coverage90", "coverage95", "at_bound", "flagged", "r_identified")
+RECOVERY_COLUMNS = ("r", "rmse", "bias", "mean_true", "summary_kind", "summary_estimate", "summary_true",
+                    "summary_offset", "summary_biased", "median_estimate", "mean_estimate", "coverage90", "coverage95",
+                    "at_bound", "flagged", "r_identified")
 
 
 def _recovery_frame(params: dict[str, Any]) -> pd.DataFrame:

@@ -65,8 +65,7 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
     if v.get("summary_estimate") is not None:
         ci = v.get("summary_ci95")
         interval = f" [95% bootstrap over subjects {num(ci[0])}, {num(ci[1])}]" if ci else ""
-        bits.append(f"{v['summary_kind']} estimate {num(v['summary_estimate'])}{interval} for mean truth "
-                    f"{num(v['mean_true'])}")
+        bits.append(f"{v['summary_kind']} estimate {num(v['summary_estimate'])}{interval} " + _against_truth(v))
     within = v.get("within")
     if within:
         lo, hi = within["interval95"]
@@ -84,6 +83,21 @@ def _param_stats(name: str, v: dict[str, Any]) -> str:
         why = ", ".join(f"{n} {k}" for k, n in v["unidentified_reasons"].items())
         bits.append(f"{v['n_unidentified']}/{v['n']} flagged ({why})")
     return f"{name}: " + ", ".join(bits)
+
+
+def _against_truth(v: dict[str, Any]) -> str:
+    """What a summary estimate is read against: the true values' same summary, and where it lies outside the
+    estimates' interval, the bias and the suggested estimate (:func:`~cogtestbed.studies.recovery_checks.
+    summary_offset`); the mean truth where the entry has no true summary."""
+    if v.get("summary_true") is None:
+        return f"for mean truth {num(v['mean_true'])}"
+    txt = f"for true {v['summary_kind']} {num(v['summary_true'])}"
+    if not v.get("summary_biased"):
+        return txt
+    off = (f"{v['summary_offset_percent']:+.0f} %" if v.get("summary_offset_percent") is not None
+           else f"{v['summary_offset']:+.3g}")
+    txt += f" (BIASED at this design: {off}, the truth outside the interval"
+    return txt + (f"; report {v['summary_suggested']})" if v.get("summary_suggested") else ")")
 
 
 def _recovery_call(params: dict[str, Any], criterion: dict[str, Any]) -> str:

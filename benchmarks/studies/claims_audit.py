@@ -180,8 +180,9 @@ def audit_fixed(sims: int) -> list[Row]:
     design = f"RW± optimism_bias 0.4, {n} subjects, {chosen['trials']} trials"
     pw = rate(detections(fresh_power_rows(spec, n, sims, seed), float(spec.effect_size), level))
     t1 = rate(detections(fresh_power_rows(spec, n, sims, seed + 1, 0.0), 0.0, level))
-    return [Row("fixed", "power", chosen["power"], chosen["mc_se"], *pw, design,
-                f"plan: the {chosen['sims']} search studies at the chosen size"),
+    plan_pw = payload["power"]
+    return [Row("fixed", "power", plan_pw["rate"], plan_pw["mc_se"], *pw, design,
+                f"plan: {plan_pw['sims']} fresh studies at the chosen size"),
             Row("fixed", "type-I (nominal t-test)", level, 0.0, *t1, design, "the plan's test at its nominal level")]
 
 
@@ -320,9 +321,9 @@ def audit_forms(sims: int) -> list[Row]:
                            params=FORMS["base"], effect=("optimism_bias", 0.2))
     spec = replace(spec, bias_sims=0)  # the plan's test: t on the form means, no bias correction
     out = summarise_form_study(spec, run_form_study(spec, sims, AUDIT_SEED_OFFSET))["aware_rejection"]
-    return [Row("forms", "power (forms-aware test)", chosen["power"], 0.0, out["rate"], out["mc_se"],
-                f"RW± optimism_bias 0.2, {k} forms × {n} subjects, form SD α+ 0.15",
-                "plan: a noncentral-t formula, no MC error; fresh: the random-effects test on the form means")]
+    return [Row("forms", "power (forms-aware test)", chosen["power"], chosen.get("power_mc_se", 0.0), out["rate"],
+                out["mc_se"], f"RW± optimism_bias 0.2, {k} forms × {n} subjects, form SD α+ 0.15",
+                "plan: the noncentral t at fresh subjects' σ and estimand; fresh: the test on the form means")]
 
 
 def audit_people(sims: int) -> list[Row]:
@@ -340,8 +341,9 @@ def audit_people(sims: int) -> list[Row]:
         t1 = rate(detections(fresh_power_rows(spec, n, sims, seed + 1, 0.0), 0.0, level))
     design = f"risky-choice λ + 1.0 against 20 stand-in people, {n} LLM subjects, 98 trials"
     cal = payload.get("calibrated_test") or {}
-    rows = [Row("people", "power", chosen["power"], chosen["mc_se"], *pw, design,
-                f"test: {payload['study'].get('method')}; plan: its search studies")]
+    plan_pw = payload["power"]
+    rows = [Row("people", "power", plan_pw["rate"], plan_pw["mc_se"], *pw, design,
+                f"test: {payload['study'].get('method')}; plan: {plan_pw['sims']} fresh studies")]
     if "nominal_rate" in cal:
         rows.append(Row("people", "type-I (nominal test)", cal["nominal_rate"], cal["nominal_rate_mc_se"], *t1, design,
                         f"plan: {cal['null_sims']} calibration null studies; recommended: {cal.get('recommended')}"))

@@ -21,8 +21,8 @@ its reporting onto its choosing seeds fails :func:`~cogtestbed.planning.protocol
                 assurance printed is measured on as many fresh subjects at it (key ``7_000_019``)
 ``adaptive``    the trials of each arm are chosen on the plan's subjects (``seed``); the assurance printed
                 at those trials is measured on as many fresh subjects (``seed + FRESH_ADAPTIVE``)
-``forms``       analytic: the noncentral-t power of the test on form means at σ, τ and the estimand the test
-                sees, estimated from simulated subjects (no design is chosen on them by simulation)
+``forms``       simulated subjects (``seed``) choose forms × subjects; every power printed is the noncentral t
+                at σ and the estimand of as many fresh subjects (``seed + FRESH_OFFSET``), with its MC SE
 ``mix``         analytic: prediction-powered intervals from the people's data (no simulation)
 ``monitor``     its own streams (:func:`~cogtestbed.planning.kinds.monitor.monitor_kind.monitor_protocol`)
 ==============  ===========================================================================================
@@ -119,9 +119,16 @@ def adaptive_protocol(seed: int) -> SeedStreams:
 
 
 def forms_protocol(seed: int) -> SeedStreams:
-    """The ``forms`` kind's declaration: its power is a formula (no design chosen by simulation)."""
+    """The ``forms`` kind's declaration: simulated subjects (``seed``) choose forms × subjects, the powers
+    printed are the noncentral t's at σ and the estimand of fresh subjects (``seed + FRESH_OFFSET``); a pilot's
+    plan computes its power from the pilot's data (analytic)."""
+    from cogtestbed.planning.kinds.forms.form_plan import FRESH_OFFSET
+
     streams = SeedStreams(int(seed), FORMS_KEY)
-    streams.analytic("power", 0.0, "noncentral t of the test on form means at the simulated σ, τ and estimand")
+    streams.adopt(CHOOSING, (int(seed),))
+    (fresh,) = streams.adopt(REPORTING, (int(seed) + FRESH_OFFSET,))
+    streams.report("power", 0.0, 0.0, (fresh,))
+    streams.analytic("power (pilot)", 0.0, "noncentral t of the test on form means at the pilot's σ and τ")
     return streams
 
 
@@ -132,5 +139,5 @@ def mix_protocol(seed: int) -> SeedStreams:
     return streams
 
 
-__all__ = ["FRESH_ADAPTIVE", "SEQUENTIAL_STREAMS", "SEQ_FRESH_STREAM", "adaptive_protocol", "forms_protocol", "mix_protocol",
-           "power_protocol", "power_streams", "precision_protocol", "sequential_protocol"]
+__all__ = ["FRESH_ADAPTIVE", "SEQUENTIAL_STREAMS", "SEQ_FRESH_STREAM", "adaptive_protocol", "forms_protocol",
+           "mix_protocol", "power_protocol", "power_streams", "precision_protocol", "sequential_protocol"]

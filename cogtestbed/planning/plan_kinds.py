@@ -215,7 +215,8 @@ _PRECISION = _POWERISH - {"power", "level", "max_seconds"}
 BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("forms", "forms x subjects chosen jointly by dollars for one model effect across prompt forms",
              _run_forms, claims=lambda r: r.prompt_forms.forms is not None, check=_check_forms,
-             accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines"), facts=True, protocol=_declared("forms_protocol")),
+             accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines"), facts=True,
+             protocol=_declared("forms_protocol")),
     PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
              _run_adaptive, claims=lambda r: bool(r.adaptive_sessions.adaptive), check=_check_adaptive,
              accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",

@@ -8,13 +8,16 @@ target reads that pool's power high).  The protocol keeps the two apart by const
 * :class:`SeedStreams` derives every seed a plan draws from one integer seed and a kind's key: a
   **choosing** stream and a **reporting** stream (independent :class:`numpy.random.SeedSequence` children),
   and records every seed it hands out with its role;
-* :meth:`SeedStreams.report` is the one way a figure is printed: a :class:`Reported` value with its
+* a kind that derives its seeds its own way (a study seed plus a fixed offset) records them with
+  :meth:`SeedStreams.adopt`; a figure computed without simulation (a formula, an interval on data) is declared
+  with :meth:`SeedStreams.analytic`;
+* :meth:`SeedStreams.report` is the one way a simulated figure is reported: a :class:`Reported` value with its
   Monte-Carlo SE and the seeds it was measured on, refused (:class:`ProtocolError`) when any of those seeds
   came from a choosing stream;
 * a plan kind declares its use of the protocol (:attr:`~cogtestbed.planning.kinds.PlanKind.protocol`: a
   function of a seed returning the :class:`SeedStreams` the kind draws from, with the figures it reports);
   :func:`check_kind` replays it and fails for a kind that declares nothing or reports from its choosing streams
-  (tests/test_protocol.py runs it over the registry).
+  (tests/test_protocol.py runs it over the registry; the declarations: :mod:`~cogtestbed.planning.kind_protocols`).
 
 Imports numpy only.
 """

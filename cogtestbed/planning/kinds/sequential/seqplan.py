@@ -295,7 +295,7 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     cands = _scored(bounds, columns, eff, nul, dirn, typed, futility, binding)
     chosen = _chosen(cands, target, calibrate, spec.level)
     if chosen is not None:
-        measure_fresh(chosen, columns[cands.index(chosen)], sim, spec, dirn)
+        measure_fresh(chosen, columns[next(i for i, c in enumerate(cands) if c is chosen)], sim, spec, dirn)
     shown = chosen or cands[-1]
     cols = [col[n] for n in shown.bounds.sizes]
     fixed = _fixed_from_paths(spec, nul, col.get(fixed_size))

@@ -404,17 +404,50 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--rows", default=",".join(AUDITS), help=f"kinds, comma-separated (default: {','.join(AUDITS)})")
     ap.add_argument("--sims", type=int, default=400, help="fresh studies per hypothesis and row")
     ap.add_argument("--json", type=Path, default=None, help="write the rows as JSON too")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="print (and --record) the rows of earlier --json files instead of running any")
+    ap.add_argument("--record", default=None, metavar="NAME",
+                    help="write the table to benchmarks/studies/results/NAME.json (recorded.py prints it)")
     args = ap.parse_args(argv)
     names = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in names if r not in AUDITS]
     if unknown:
         raise SystemExit(f"error: unknown row {unknown[0]!r}; rows: {', '.join(AUDITS)}")
     print(header())
-    rows = run_audit(names, args.sims)
+    rows = merged(args.merge) if args.merge else run_audit(names, args.sims)
+    if args.merge:
+        for r in rows:
+            print(r.line())
     bad = [r for r in rows if r.agrees is False]
     print(f"{len(rows)} figures, {sum(r.agrees is True for r in rows)} within {AGREE_SE:g} MC SE, {len(bad)} not")
     if args.json:
         args.json.write_text(json.dumps([{**asdict(r), "agrees": r.agrees} for r in rows], indent=1))
+    if args.record:
+        record(args.record, rows, args.sims)
+
+
+def merged(paths: Sequence[Path]) -> list[Row]:
+    """The rows of earlier ``--json`` files (one per kind, run apart), in the files' order."""
+    out = []
+    for path in paths:
+        for r in json.loads(path.read_text()):
+            r.pop("agrees", None)
+            out.append(Row(**r))
+    return out
+
+
+def record(name: str, rows: Sequence[Row], sims: int) -> Path:
+    """The table as a results file (``recorded.py NAME`` prints it; docs/plan.md shows that output)."""
+    def num(v: float | None, se: float | None) -> str:
+        return "-" if v is None else f"{v:.4g} ± {se or 0.0:.2g}"
+
+    table = {"columns": ["kind", "figure", "plan ± MC SE", "fresh ± MC SE", "within 2 MC SE", "design"],
+             "rows": [[r.kind, r.figure, num(r.plan, r.plan_se), num(r.fresh, r.fresh_se),
+                       {True: "yes", False: "NO", None: "-"}[r.agrees], r.design + (f"; {r.note}" if r.note else "")]
+                      for r in rows]}
+    kinds = list(dict.fromkeys(r.kind for r in rows))
+    return sibling("recorded").write(name, f"python benchmarks/studies/claims_audit.py --rows {','.join(kinds)} "
+                                           f"--sims {sims}", [table])
 
 
 if __name__ == "__main__":

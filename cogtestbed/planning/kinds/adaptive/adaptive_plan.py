@@ -203,11 +203,11 @@ def _needed(hits: np.ndarray, assurance: float) -> dict[str, float]:
             "share_se": float(math.sqrt(p * (1 - p) / hits.shape[0]))}
 
 
-def _fresh_shares(reached: dict[str, dict[str, float]], fresh: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
+def _fresh_shares(reached: dict[str, dict[str, float]], fresh: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
     """Each arm's printed share within the half-width, at the trials its plan's subjects chose (the last trial
     count where none reached), measured on fresh subjects (:data:`~cogtestbed.planning.kind_protocols.
     FRESH_ADAPTIVE`); the choosing subjects' share kept as ``search_share``."""
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for arm, r in reached.items():
         h = fresh[arm]
         t = int(r["trials"]) - 1 if math.isfinite(r["trials"]) else h.shape[1] - 1

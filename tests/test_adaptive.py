@@ -200,8 +200,11 @@ def test_plan_adaptive_prices_both_arms_for_one_precision_target() -> None:
     assert plan.kind == "adaptive" and p["max_trials"] == 12 and p["sessions"] == 10
     for arm in ("fixed", "adaptive"):
         a = p[arm]
-        if a["calls"] is not None:  # reached: the share there meets the assurance, and calls = trials x sessions
-            assert a["share"] >= 0.8 and a["calls"] == a["trials"] * 10 and a["cost_usd"] > 0
+        if a["calls"] is not None:  # reached: the choosing share meets the assurance, and calls = trials x sessions
+            assert a["search_share"] >= 0.8 and a["calls"] == a["trials"] * 10 and a["cost_usd"] > 0
+        # the printed share: fresh subjects at the chosen trials
+        se = (a["share"] * (1 - a["share"]) / 12) ** 0.5
+        assert a["share_subjects"] == "fresh" and a["share_se"] == pytest.approx(se)
     assert p["adaptive"]["calls"] is not None and p["adaptive"]["trials"] <= 12
     with pytest.raises(InputError, match="plans a precision target"):
         ct.plan("temporal-discounting", adaptive="k", llm="openai:gpt-4o-mini")

@@ -173,3 +173,26 @@ def test_a_simulated_forms_plan_computes_its_power_at_the_effect_the_test_sees(m
     assert out["scales"]["estimand"] == 0.17
     text = "\n".join(forms_lines({**out, "effect_name": "optimism_bias"}, "subjects"))
     assert "the simulated estimates' mean 0.17" in text and "not the asked 0.2" in text
+
+
+def test_a_simulated_forms_plan_prints_its_power_from_fresh_subjects_with_its_mc_se(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The subjects whose σ and estimand choose forms × subjects do not report its power: the printed power is
+    the formula's at a second, fresh set of subjects' σ and estimand (seed + FRESH_OFFSET), with the MC SE
+    those 600 fits carry (about 0.04 in power at an estimand SE of 0.01)."""
+    from cogtestbed.planning.kinds.forms import form_plan
+    from cogtestbed.planning.plan_text import forms_lines
+
+    by_seed = {3: form_plan.EffectScales(0.25, 0.0359, "simulated", estimand=0.146, estimand_mc_se=0.0104),
+               3 + form_plan.FRESH_OFFSET: form_plan.EffectScales(0.26, 0.0359, "simulated", estimand=0.175,
+                                                                  estimand_mc_se=0.0107)}
+    monkeypatch.setattr(form_plan, "simulated_scales", lambda spec, seed: by_seed[seed])
+    out = form_plan.plan_forms_study("instrumental-learning", "rw-pm", ("optimism_bias", 0.2), [4, 8],
+                                     {"alpha_pos": 0.15}, params={"alpha_pos": 0.5, "alpha_neg": 0.5}, seed=3)
+    chosen = out["chosen"]
+    k, n = chosen["forms"], chosen["subjects_per_form"]
+    assert chosen["search_power"] == form_plan.forms_power(0.146, 0.25, 0.0359, k, n) >= 0.8
+    assert chosen["power"] == form_plan.forms_power(0.175, 0.26, 0.0359, k, n) > chosen["search_power"]
+    assert 0.01 < chosen["power_mc_se"] < 0.08 and out["power_at"] == 0.175
+    assert out["search_scales"]["estimand"] == 0.146 and "fresh subjects" in out["scales"]["source"]
+    text = "\n".join(forms_lines({**out, "effect_name": "optimism_bias"}, "subjects"))
+    assert f"± {chosen['power_mc_se']:.2g}"[:5] in text

@@ -137,7 +137,9 @@ def test_two_llm_parameter_plan_is_priced_as_each_llms_dry_run(tmp_path, capsys)
                    trials="96", mc_se=0.1, seed=1, workers=1)
     payload = plan.to_dict()
     assert payload["target"]["what"].startswith("a difference in alpha of 0.3 between two LLMs")
-    assert payload["power"]["rate"] >= 0.8 and payload["run"]["llms"] == list(llms)
+    # the search chose a design at the target; the printed power is measured on fresh studies at it
+    assert payload["power_search"]["rate"] >= 0.8 and payload["run"]["llms"] == list(llms)
+    assert payload["power"]["seed"] != 1 and abs(payload["power"]["rate"] - 0.8) < 4 * payload["power"]["mc_se"] + 0.2
     n = payload["chosen"]["subjects"]
     a, b = payload["cost"]["per_llm"]
     assert a["subjects"] == b["subjects"] == n
@@ -168,7 +170,7 @@ def test_an_llm_against_a_human_sample_plans_one_llm_against_the_fixed_sample(tm
     # the data set's name, not its path (before: the path, verbatim, in the summary sentence)
     assert payload["target"]["what"] == "a difference in alpha of 0.3 between an LLM and people.parquet (rw)"
     assert str(tmp_path) not in "\n".join(plan.lines())
-    assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
+    assert len(payload["cost"]["per_llm"]) == 1 and payload["power_search"]["rate"] >= 0.8
     with pytest.raises(ValueError, match="`human` is one group"):
         ct.plan("instrumental-learning", llm=("openai:gpt-4o-mini", "openai:gpt-4o"), model="rw",
                 effect={"alpha": 0.3}, human=path)

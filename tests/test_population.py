@@ -197,7 +197,8 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     assert seen["one_size"] == [1 + FRESH_SEED_OFFSET, 1 + CALIBRATION_SEED_OFFSET] and seen["seeds"] == set()
     assert payload["target"]["what"].startswith("a difference in optimism_bias of 0.45 between an LLM and 12 people "
                                                 "of population stand-in")
-    assert len(payload["cost"]["per_llm"]) == 1 and payload["power"]["rate"] >= 0.8
+    assert len(payload["cost"]["per_llm"]) == 1 and payload["power_search"]["rate"] >= 0.8
+    assert payload["power"]["rate"] == pytest.approx(fresh["detected"].astype(bool).mean())  # printed: fresh studies
     assert payload["study"]["people"] == 12 and payload["study"]["reference"] is None
     cond = payload["power_conditional"]  # issue 68: against the population's own 12 participants, with MC SE
     assert cond["n_participants"] == 12 and cond["power"]["sims"] == cond["null_rejection"]["sims"] == \

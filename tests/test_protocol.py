@@ -11,9 +11,9 @@ from cogtestbed.planning.kinds import PlanKind, Planned
 from cogtestbed.planning.plan_kinds import get_plan_kind, plan_kind_names
 from cogtestbed.planning.protocol import ProtocolError, SeedStreams, check_kind, jackknife
 
-#: Registered kinds whose printed figures are not yet routed through the protocol (their declaration is missing):
-#: the test fails when one of them gains a valid declaration (move it out) or a new kind comes without one.
-UNDECLARED = {"forms", "adaptive", "precision", "sequential", "hierarchical", "power", "mix"}
+#: Registered kinds whose printed figures are not routed through the protocol (their declaration is missing):
+#: none; the test fails when a new kind comes without one.
+UNDECLARED: set[str] = set()
 
 
 def test_choosing_and_reporting_streams_differ_and_are_reproducible() -> None:
@@ -151,3 +151,32 @@ def test_a_futility_boundary_stops_early_and_only_removes_rejections() -> None:
     assert low["paths"]["stop"].max() <= 40
     fut, picked = choose_futility(eff, nul, -np.inf, np.inf, 0.05, 0.8, rule)
     assert picked["reached"] and picked["power"] >= 0.83 and (fut is None or 0 < fut < 1)
+
+
+def test_each_declaration_follows_its_kinds_seeds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The declarations derive their seeds from the constants the kinds' code uses: a kind whose fresh studies
+    moved onto its choosing seeds fails the check."""
+    import cogtestbed.planning.kinds.precision.precision as precision
+    import cogtestbed.planning.plan as plan
+
+    for name in ("power", "hierarchical", "precision"):
+        check_kind(get_plan_kind(name))
+    monkeypatch.setattr(plan, "FRESH_SEED_OFFSET", 0)  # the fixed plan's fresh studies on the search's seeds
+    with pytest.raises(ProtocolError, match="both the choosing and the reporting"):
+        check_kind(get_plan_kind("power"))
+    monkeypatch.setattr(precision, "FRESH_KEY", precision.CHOOSE_KEY)
+    with pytest.raises(ProtocolError, match="both the choosing and the reporting"):
+        check_kind(get_plan_kind("precision"))
+
+
+def test_an_analytic_figure_needs_no_seeds_but_a_simulated_one_does() -> None:
+    streams = SeedStreams(0, 5)
+    fig = streams.analytic("power", 0.85, "noncentral t")
+    assert fig.mc_se == 0.0 and fig.as_dict()["analytic"] == "noncentral t"
+    streams.check()
+    assert get_plan_kind("forms").protocol is not None and get_plan_kind("mix").protocol is not None
+    chosen = streams.adopt("choosing", (11,))
+    with pytest.raises(ProtocolError, match="both"):
+        streams.adopt("reporting", chosen)
+    with pytest.raises(ProtocolError, match="choosing stream"):
+        streams.report("power", 0.8, 0.01, chosen)

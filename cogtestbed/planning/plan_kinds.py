@@ -167,6 +167,17 @@ def _monitor_protocol(seed: int) -> Any:
     return monitor_protocol(seed)
 
 
+def _declared(name: str) -> Any:
+    """The declaration ``name`` of :mod:`~cogtestbed.planning.kind_protocols` (imported when checked)."""
+
+    def protocol(seed: int) -> Any:
+        from cogtestbed.planning import kind_protocols
+
+        return getattr(kind_protocols, name)(seed)
+
+    return protocol
+
+
 def _check_mix(exp: Any, req: Any) -> None:
     from cogtestbed.planning.kinds.mix.mix import check_mix
 
@@ -205,29 +216,35 @@ _PRECISION = _POWERISH - {"power", "level", "max_seconds"}
 BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("forms", "forms x subjects chosen jointly by dollars for one model effect across prompt forms",
              _run_forms, claims=lambda r: r.prompt_forms.forms is not None, check=_check_forms,
-             accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines"), facts=True),
+             accepts=frozenset(PLAN_FORMS_OPTIONS), order=10, lines=_lines("forms_lines"), facts=True,
+             protocol=_declared("forms_protocol")),
     PlanKind("adaptive", "the trials per session adaptive and fixed sessions need for one precision target",
              _run_adaptive, claims=lambda r: bool(r.adaptive_sessions.adaptive), check=_check_adaptive,
              accepts=_ADAPTIVE_ONLY | {"precision", "assurance", "subjects", "trials", "llm", "prices",
                                        "allow_unpriced", "model", "assume_reasoning_tokens", "reasoning_effort",
                                        "thinking_budget", "max_tokens", "temperature", "reask", "max_cost"},
-             order=20, lines=_lines("adaptive_lines"), facts=True),
+             order=20, lines=_lines("adaptive_lines"), facts=True,
+             protocol=_declared("adaptive_protocol")),
     PlanKind("precision", "the cheapest design whose one-subject MLE of a parameter lies within a half-width",
              _run_precision, claims=lambda r: r.target.precision is not None, accepts=_PRECISION,
              check=_check_precision,
-             order=30, lines=_lines("precision_lines"), facts=True),
+             order=30, lines=_lines("precision_lines"), facts=True,
+             protocol=_declared("precision_protocol")),
     PlanKind("sequential", "a group-sequential design (looks, spending, futility) for a target power",
              _run_sequential, claims=lambda r: r.sequential.looks is not None, accepts=_POWERISH,
              check=_check_sequential,
-             order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
+             order=40, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True,
+             protocol=_declared("sequential_protocol")),
     PlanKind("hierarchical", "the size a target power needs with the hierarchical fit the researcher reports",
              _run_hierarchical, claims=lambda r: r.analysis.fit == "hierarchical", accepts=_POWERISH,
              check=_check_hierarchical,
-             order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
+             order=50, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True,
+             protocol=_declared("power_protocol")),
     PlanKind("power", "the cheapest fixed design reaching a target power: a model parameter (one LLM, two LLMs, an "
              "LLM against people), a metric difference or a reported test", _run_power,
              claims=lambda r: True, accepts=_POWERISH, check=_check_target,
-             order=1000, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True),
+             order=1000, write=_write_plan, lines=_lines("plan_lines"), frontier=True, facts=True,
+             protocol=_declared("power_protocol")),
     PlanKind("monitor", "an anytime-valid monitor (betting e-process, every subject a look) beside the fixed and the "
              "group-sequential design at equal power", _run_monitor,
              claims=lambda r: r.sequential.monitor, accepts=_POWERISH | _MONITOR_ONLY,
@@ -236,7 +253,7 @@ BUILTIN: tuple[PlanKind, ...] = (
     PlanKind("mix", "people and a predictor's units mixed for one population mean (prediction-powered inference): "
              "the cheapest pair beside people alone", _run_mix, claims=lambda r: r.mixed.mix,
              check=_check_mix, accepts=_MIX_ONLY | _MIX_SHARED,
-             order=5, lines=_mix_lines),
+             order=5, lines=_mix_lines, protocol=_declared("mix_protocol")),
 )
 
 

@@ -24,7 +24,7 @@ from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.planning.kinds.power.power_sims import verdict
 from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
-from cogtestbed.planning.plan import PlanResult, calibration_nulls, describe_target
+from cogtestbed.planning.plan import FRESH_SEED_OFFSET, PlanResult, calibration_nulls, describe_target
 from cogtestbed.planning.pricing import Pricer, tokens_source
 from cogtestbed.planning.space import sessions_per_llm, study_at
 from cogtestbed.studies.conditional import conditional_section, conditional_words
@@ -169,8 +169,7 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
                    "level": result.spec.level, "mc_se": None},
         "chosen": {**chosen.row(result.size_name, result.spec),
                    "sessions_per_llm": sessions_per_llm(result.spec, chosen.point)},
-        "cost": cost, "power": {"rate": chosen.estimate.rate, "mc_se": chosen.estimate.mc_se,
-                                "sims": chosen.estimate.sims},
+        "cost": cost, **reported_power(result),
         "recovery": result.recovery,
         "frontier": [e.row(result.size_name, result.spec) for e in result.frontier],
         "evaluated": [{**e.row(result.size_name, result.spec),
@@ -193,6 +192,28 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "search": {"seconds": round(result.seconds, 2), "cpu_seconds": round(result.cpu_seconds, 2),
                    "simulations": result.simulations, "designs_simulated": len(result.evaluated)},
     }
+
+
+def reported_power(result: PlanResult) -> dict[str, Any]:
+    """The plan's printed power (``power``): measured on the fresh studies at the chosen design, through the
+    evaluation protocol's reporting stream (:func:`~cogtestbed.planning.kind_protocols.power_streams`); the
+    search's power at the design, which chose it, beside it (``power_search``, not printed as the plan's)."""
+    from cogtestbed.planning.kind_protocols import power_streams
+    from cogtestbed.planning.kinds.power.power_sims import outcome_column
+
+    est = result.chosen.estimate
+    search = {"rate": est.rate, "mc_se": est.mc_se, "sims": est.sims}
+    if result.fresh is None or not len(result.fresh):
+        return {"power": search, "power_search": search}
+    hits = result.fresh[outcome_column(result.spec)].astype(bool).to_numpy()
+    rate = float(hits.mean())
+    se = math.sqrt(max(rate * (1 - rate), 1e-12) / hits.size)
+    streams = power_streams(result.spec.seed)
+    fresh_seed = int(result.spec.seed) + FRESH_SEED_OFFSET
+    streams.report("power", rate, se, (fresh_seed,))
+    return {"power": {"rate": rate, "mc_se": se, "sims": int(hits.size), "seed": fresh_seed,
+                      "measured_on": "fresh studies at the chosen design (seeds the search never used)"},
+            "power_search": search}
 
 
 def _groups(fresh: pd.DataFrame | None, nulls: pd.DataFrame | None) -> dict[str, Any] | None:

@@ -105,7 +105,8 @@ def forms_lines(payload: Mapping[str, Any], size_name: str) -> list[str]:
     rows = [[*head, "dollars", "note"]]
     for r in payload["designs"]:
         at_high = [num(r.get("power_at_tau_high"))] if interval else []
-        rows.append([str(r["forms"]), str(r["subjects_per_form"] or "-"), str(r["subjects"] or "-"), num(r["power"]),
+        power = num(r["power"]) + (f" ± {num(r['power_mc_se'])}" if r.get("power_mc_se") is not None else "")
+        rows.append([str(r["forms"]), str(r["subjects_per_form"] or "-"), str(r["subjects"] or "-"), power,
                      *at_high, num(r["dollars"]), r.get("why", "")])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out.append("forms x subjects (forms-aware test: t on the form means)")

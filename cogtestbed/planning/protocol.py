@@ -8,13 +8,16 @@ target reads that pool's power high).  The protocol keeps the two apart by const
 * :class:`SeedStreams` derives every seed a plan draws from one integer seed and a kind's key: a
   **choosing** stream and a **reporting** stream (independent :class:`numpy.random.SeedSequence` children),
   and records every seed it hands out with its role;
-* :meth:`SeedStreams.report` is the one way a figure is printed: a :class:`Reported` value with its
+* a kind that derives its seeds its own way (a study seed plus a fixed offset) records them with
+  :meth:`SeedStreams.adopt`; a figure computed without simulation (a formula, an interval on data) is declared
+  with :meth:`SeedStreams.analytic`;
+* :meth:`SeedStreams.report` is the one way a simulated figure is reported: a :class:`Reported` value with its
   Monte-Carlo SE and the seeds it was measured on, refused (:class:`ProtocolError`) when any of those seeds
   came from a choosing stream;
 * a plan kind declares its use of the protocol (:attr:`~cogtestbed.planning.kinds.PlanKind.protocol`: a
   function of a seed returning the :class:`SeedStreams` the kind draws from, with the figures it reports);
   :func:`check_kind` replays it and fails for a kind that declares nothing or reports from its choosing streams
-  (tests/test_protocol.py runs it over the registry).
+  (tests/test_protocol.py runs it over the registry; the declarations: :mod:`~cogtestbed.planning.kind_protocols`).
 
 Imports numpy only.
 """
@@ -51,13 +54,18 @@ class Reported:
     value: float
     mc_se: float
     seeds: tuple[int, ...]
+    #: How a figure computed without simulation is computed (:meth:`SeedStreams.analytic`); empty: simulated.
+    analytic: str = ""
 
     def interval(self, z: float = 1.96) -> tuple[float, float]:
         """``value ± z·mc_se``."""
         return self.value - z * self.mc_se, self.value + z * self.mc_se
 
     def as_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "mc_se": self.mc_se, "seeds": list(self.seeds)}
+        out: dict[str, Any] = {"value": self.value, "mc_se": self.mc_se, "seeds": list(self.seeds)}
+        if self.analytic:
+            out["analytic"] = self.analytic
+        return out
 
 
 @dataclass
@@ -95,6 +103,24 @@ class SeedStreams:
         """``count`` integer seeds of the reporting stream: the only seeds a printed figure may come from."""
         return self._ints(REPORTING, count)
 
+    def adopt(self, role: str, seeds: Iterable[int]) -> tuple[int, ...]:
+        """Record ``seeds`` a kind derives its own way (a study seed plus a fixed offset) under ``role``:
+        refused where one of them was issued to the other role."""
+        if role not in _INDEX:
+            raise InputError(f"role must be {CHOOSING!r} or {REPORTING!r}, not {role!r}")
+        out = tuple(int(s) for s in seeds)
+        for s in out:
+            if self.issued.setdefault(s, role) != role:
+                raise ProtocolError(f"seed {s} was issued to both the choosing and the reporting stream")
+        return out
+
+    def analytic(self, name: str, value: float, basis: str) -> Reported:
+        """A printed figure computed without simulation (a formula, or an interval on data): no MC error and no
+        seeds; ``basis`` says how it is computed."""
+        out = Reported(name, float(value), 0.0, (), basis)
+        self.reported.append(out)
+        return out
+
     def generator(self, role: str, *tag: int) -> np.random.Generator:
         """A generator of ``role``'s stream (resampling, orderings), ``tag`` keeping several apart."""
         seq = self.sequence(role)
@@ -118,7 +144,9 @@ class SeedStreams:
         if not self.reported:
             raise ProtocolError("the plan reported no figure through its seed streams")
         for r in self.reported:
-            if any(self.issued.get(s) != REPORTING for s in r.seeds):
+            if r.analytic and not r.seeds:
+                continue
+            if not r.seeds or any(self.issued.get(s) != REPORTING for s in r.seeds):
                 raise ProtocolError(f"{r.name} was reported from a choosing stream")
 
 

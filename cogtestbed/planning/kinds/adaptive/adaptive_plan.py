@@ -155,6 +155,7 @@ def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarge
     trial count's verdict with its interval, the ratio of the trials with a bootstrap interval over subjects,
     and each reached arm priced by ``price`` (calls = trials × sessions and no cost without one)."""
     from cogtestbed.experiments._adaptive import adaptive_model
+    from cogtestbed.planning.kind_protocols import FRESH_ADAPTIVE
     from cogtestbed.planning.kinds.adaptive.adaptive import compare
 
     adaptive_model(exp)  # an experiment whose trials cannot be chosen is refused before anything is said
@@ -164,6 +165,10 @@ def plan_adaptive(exp: Any, adaptive: str | Sequence[str], target: AdaptiveTarge
     result = compare(exp, adaptive, target.top, sims, seed)
     hits = natural_hits(result, adaptive_model(exp), target.parameter, target.halfwidth)
     reached = {arm: _needed(h, target.assurance) for arm, h in hits.items()}
+    if say is not None:
+        say(f"measuring each arm's share on {sims} fresh subjects (seeds the choice never used)")
+    reached = _fresh_shares(reached, natural_hits(compare(exp, adaptive, target.top, sims, seed + FRESH_ADAPTIVE),
+                                                  adaptive_model(exp), target.parameter, target.halfwidth))
     boot = _bootstrap(hits, target.assurance, seed)
     arms = {k: {**_priced_arm(v, target.sessions, result.targets, price), "trials_interval": boot[k]}
             for k, v in reached.items()}
@@ -196,6 +201,20 @@ def _needed(hits: np.ndarray, assurance: float) -> dict[str, float]:
     p = float(share[t]) if t is not None else float(share[-1])
     return {"trials": float(t + 1) if t is not None else float("nan"), "share": p,
             "share_se": float(math.sqrt(p * (1 - p) / hits.shape[0]))}
+
+
+def _fresh_shares(reached: dict[str, dict[str, float]], fresh: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    """Each arm's printed share within the half-width, at the trials its plan's subjects chose (the last trial
+    count where none reached), measured on fresh subjects (:data:`~cogtestbed.planning.kind_protocols.
+    FRESH_ADAPTIVE`); the choosing subjects' share kept as ``search_share``."""
+    out: dict[str, dict[str, Any]] = {}
+    for arm, r in reached.items():
+        h = fresh[arm]
+        t = int(r["trials"]) - 1 if math.isfinite(r["trials"]) else h.shape[1] - 1
+        p = float(h[:, t].mean())
+        out[arm] = {**r, "search_share": r["share"], "share": p, "share_se": float(math.sqrt(p * (1 - p) / h.shape[0])),
+                    "share_subjects": "fresh"}
+    return out
 
 
 #: Bootstrap resamples of the subjects behind the intervals of the trials needed and of their ratio.
@@ -273,7 +292,7 @@ def adaptive_line(payload: Mapping[str, Any]) -> str:
             f"{payload['sessions']} session(s){' priced for ' + payload['llm'] if payload['llm'] else ''}")
     fixed, adaptive = cells("fixed"), cells("adaptive")
     rows = [("", "fixed", "adaptive"), *((name, fixed[i], adaptive[i])
-                                         for i, name in enumerate(("trials needed", "share within", "calls")))]
+                                         for i, name in enumerate(("trials needed", "share within (fresh)", "calls")))]
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [head, *("  " + "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)).rstrip() for r in rows)]
     if payload["trials_ratio"] is not None:

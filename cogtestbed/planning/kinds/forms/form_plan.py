@@ -46,6 +46,9 @@ TAU_DRAWS = 200_000
 #: Simulated subjects of one form whose MLE estimates give σ and the estimand (their mean's MC SE σ/√600,
 #: about 5 % of RW± optimism bias 0.2's).
 SIGMA_SUBJECTS = 600
+#: Added to a simulated forms plan's seed for the fresh subjects its printed powers are measured on
+#: (:mod:`~cogtestbed.planning.kind_protocols`).
+FRESH_OFFSET = 9_500_041
 #: Quantile midpoints of χ² over which :func:`forms_power` averages (error < 1e-4 in power).
 _MIDPOINTS = (np.arange(4000) + 0.5) / 4000
 #: Most subjects per form a plan considers.
@@ -238,6 +241,35 @@ def plan_forms(effect: float, scales: EffectScales, forms_grid: Sequence[int], t
             "method": "noncentral t of the test on form means (cogtestbed.planning.kinds.forms.form_plan)"}
 
 
+def power_mc_se(effect: float, scales: EffectScales, k: int, n: int, alpha: float) -> float:
+    """The Monte-Carlo SE of :func:`forms_power` at simulated scales: the delta method through the estimand's
+    SE (``estimand_mc_se``) and σ's (``σ/√(2(m − 1))`` for the m subjects behind it; τ is exact)."""
+    m = max(2.0, (scales.sigma / scales.estimand_mc_se) ** 2) if scales.estimand_mc_se else math.inf
+    parts = []
+    sigma_se = scales.sigma / math.sqrt(2 * (m - 1))
+    for d_eff, d_sig, se in ((1e-4, 0.0, scales.estimand_mc_se or 0.0), (0.0, 1e-4, sigma_se)):
+        up = forms_power(effect + d_eff, scales.sigma + d_sig, scales.tau, k, n, alpha) or 0.0
+        down = forms_power(effect - d_eff, scales.sigma - d_sig, scales.tau, k, n, alpha) or 0.0
+        parts.append((up - down) / 2e-4 * se)
+    return float(math.hypot(*parts))
+
+
+def report_fresh(plan: dict[str, Any], fresh: EffectScales, alpha: float) -> None:
+    """Every design's printed power at σ and the estimand measured on fresh subjects (``fresh``: none of them
+    chose a design), with its MC SE (:func:`power_mc_se`); the choosing subjects' power kept as
+    ``search_power`` and their scales as ``search_scales``."""
+    assert fresh.estimand is not None
+    for row in plan["designs"]:
+        n = row["subjects_per_form"]
+        row["search_power"] = row["power"]
+        if n is not None:
+            row["power"] = forms_power(fresh.estimand, fresh.sigma, fresh.tau, row["forms"], n, alpha)
+            row["power_mc_se"] = power_mc_se(fresh.estimand, fresh, row["forms"], n, alpha)
+    plan["search_scales"], plan["scales"] = plan["scales"], fresh.as_json()
+    plan["power_at"] = fresh.estimand
+    plan["scales"]["source"] += " (fresh subjects: none chose the design)"
+
+
 def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], forms_grid: Sequence[int],
                      form_sd: dict[str, float], *, params: dict[str, float] | None = None, target: float = 0.8,
                      alpha: float = 0.05, pricer: Any = None, pilot: pd.DataFrame | None = None, seed: int = 0,
@@ -267,5 +299,7 @@ def plan_forms_study(experiment: str, model: str, effect: tuple[str, float], for
     size = effect[1]
     plan = plan_forms(size if scales.estimand is None else scales.estimand, scales, grid, target, alpha, dollars)
     plan["power_at"], plan["effect"] = plan["effect"], size  # the power's effect (the estimand where simulated)
+    if pilot is None:  # the designs were chosen on these subjects: their powers are printed from fresh ones
+        report_fresh(plan, simulated_scales(spec, seed + FRESH_OFFSET), alpha)
     return {"experiment": experiment, "model": model, "effect": {effect[0]: size}, "form_sd": dict(form_sd),
             **plan}

@@ -45,6 +45,9 @@ from cogtestbed.studies.study_kinds import PowerStudy
 
 #: Subjects simulated per batch of one design.
 BATCH = 40
+#: Keys of the seed streams whose subjects choose the design and whose subjects report its assurance
+#: (:mod:`~cogtestbed.planning.kind_protocols`).
+CHOOSE_KEY, FRESH_KEY = 7_000_003, 7_000_019
 #: Most subjects simulated at one design (then the point estimate decides).
 MAX_SUBJECTS = 400
 #: The default assurance Q.
@@ -107,6 +110,8 @@ class PrecisionResult:
     cost: dict[str, Any]
     evaluated: list[dict[str, Any]]
     seconds: float
+    #: The assurance on fresh subjects at the chosen design (the printed one; :meth:`PrecisionPlanner.fresh_share`).
+    fresh: Share | None = None
 
 
 class PrecisionPlanner:
@@ -128,10 +133,10 @@ class PrecisionPlanner:
         self.model.contrast(parameter, {p: 0.0 for p in self.model.parameters.names})  # an unknown name fails here
 
     # -- one design
-    def _batch(self, point: Point, k: int, n: int = BATCH) -> tuple[np.ndarray, np.ndarray]:
+    def _batch(self, point: Point, k: int, n: int = BATCH, key: int = CHOOSE_KEY) -> tuple[np.ndarray, np.ndarray]:
         from cogtestbed.studies.model_studies import power_parameters
 
-        entropy = [self.spec.seed, 7_000_003, point.runs, point.trials or 0, k, *(v for _, v in point.fields)]
+        entropy = [self.spec.seed, key, point.runs, point.trials or 0, k, *(v for _, v in point.fields)]
         param_seq, sim_seq = np.random.SeedSequence(entropy).spawn(2)
         true = power_parameters(self.spec, self.model, n, np.random.default_rng(param_seq))
         design = design_for_trials(self.exp, point.trials, point.design(self.spec.design))
@@ -146,6 +151,19 @@ class PrecisionPlanner:
         e = np.asarray(self.model.contrast(self.parameter, {p: fits[p].to_numpy(float)
                                                             for p in self.model.parameters.names}), float)
         return t, e
+
+    def fresh_share(self, point: Point, subjects: int) -> Share:
+        """The share within the halfwidth at ``point`` on ``subjects`` fresh subjects (stream
+        :data:`FRESH_KEY`: none of them took part in choosing the design): the assurance the plan prints."""
+        share = Share()
+        for k in range(-(-subjects // BATCH)):
+            t, e = self._batch(point, k, key=FRESH_KEY)
+            err = e - t
+            ok = np.isfinite(err)
+            share.hits += int((np.abs(err[ok]) <= self.halfwidth).sum())
+            share.n += int(err.size)
+            share.errors.extend(err[ok].tolist())
+        return share
 
     def evaluate(self, point: Point) -> Share:
         """The share within the halfwidth at ``point``, simulated until decided."""
@@ -247,8 +265,9 @@ class PrecisionPlanner:
                 f"(`design` {self.searched}=...) or the runs")
         costed = [(self.cost(p), p) for p in candidates]
         cost, chosen = min(costed, key=lambda cp: (cp[0]["key"], cp[1].runs, cp[1].trials or 0, cp[1].fields))
+        fresh = self.fresh_share(chosen, self.shares[chosen].n)
         return PrecisionResult(self.parameter, self.halfwidth, self.assurance, chosen, self.shares[chosen],
-                               cost, evaluated, time.perf_counter() - start)
+                               cost, evaluated, time.perf_counter() - start, fresh)
 
 
 def precision_payload(result: PrecisionResult, planner: PrecisionPlanner) -> dict[str, Any]:
@@ -262,7 +281,8 @@ def precision_payload(result: PrecisionResult, planner: PrecisionPlanner) -> dic
                        "halfwidth": result.halfwidth,
                        "assurance": result.assurance},
             "chosen": {"design": planner.label(chosen), **chosen.as_dict(), **dict(chosen.fields),
-                       **result.share.summary(), "resolved": designs[0]},
+                       **result.share.summary(), "resolved": designs[0],
+                       **({} if result.fresh is None else {"fresh": result.fresh.summary()})},
             "searched": planner.searched,
             "cost": {k: v for k, v in result.cost.items() if k != "key"},
             "evaluated": result.evaluated, "true_parameters": truths(planner.spec),
@@ -279,6 +299,7 @@ def truths(spec: PowerStudy) -> str:
 def precision_line(payload: dict[str, Any]) -> str:
     """One paragraph: the cheapest design, its assurance with the 95 % interval, its cost."""
     t, c, cost = payload["target"], payload["chosen"], payload["cost"]
+    c = {**c, **(c.get("fresh") or {})}  # the assurance measured on fresh subjects, where the plan has it
     lo, hi = c["interval95"]
     price = ""
     if "calls" in cost:
@@ -293,7 +314,8 @@ def precision_line(payload: dict[str, Any]) -> str:
     return (f"{lead[0].upper()}{lead[1:]} where P(|{t['parameter']} estimate − truth| ≤ {t['halfwidth']:g}) "
             f"≥ {t['assurance']:g} ({t.get('scale', 'natural')} scale) "
             f"for one subject's MLE ({payload['model']}): {c['design']}; P = {c['assurance']:.3f} "
-            f"[95% interval {lo:.2f}, {hi:.2f}] over {c['subjects']} simulated subjects{rmse}; "
+            f"[95% interval {lo:.2f}, {hi:.2f}] over {c['subjects']} {'fresh ' if 'fresh' in payload['chosen'] else ''}"
+            f"simulated subjects{rmse}; "
             f"{cost['trials_per_subject']} trials per subject{price}. True parameters: {payload['true_parameters']}."
             + ("" if line is None else "\n" + line))
 

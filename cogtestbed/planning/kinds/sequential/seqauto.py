@@ -73,6 +73,7 @@ from cogtestbed.planning.kinds.sequential.seqplan import (
     candidate_maxima,
     direction,
     look_sizes,
+    measure_fresh,
     null_spec,
     operate,
 )
@@ -515,8 +516,9 @@ def _confirm(top: Sequence[Scored], spec: PlannedStudy, null: PlannedStudy, sim:
     info.subjects = csim.subjects + nsim.subjects
     _fixed_on_fresh_null(info, nul, col, fair, fair_n, fixed_sizes, dirn, level)
     chosen, rows, picked = choose(top, cols, eff, nul, dirn, level, target, binding)
-    if picked is not None:
-        info.z_effect, info.z_null = eff.z[:, list(cols[picked])], nul.z[:, list(cols[picked])]
+    if picked is not None and chosen is not None:
+        z_fresh = measure_fresh(chosen, cols[picked], csim, spec, dirn)
+        info.z_effect, info.z_null = z_fresh, nul.z[:, list(cols[picked])]
     return chosen, rows, info
 
 

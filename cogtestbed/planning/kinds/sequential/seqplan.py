@@ -196,6 +196,9 @@ class Candidate:
     #: under the null with futility obeyed (its stopping looks and cost), where ``null`` ignores
     #: futility (the type-I error of non-binding futility); None: ``null`` obeys it
     null_obeyed: Operating | None = None
+    #: the chosen candidate's operating characteristics under the effect on the studies that chose it (its
+    #: ``effect`` is then measured on fresh ones: :func:`measure_fresh`); None: not chosen
+    search_effect: Operating | None = None
 
     def passes(self, level: float, target: float) -> bool:
         """Type-I error measured on fresh null studies at most α (its point estimate: no MC
@@ -291,6 +294,8 @@ def plan_sequential(spec: PlannedStudy, fixed_size: int, trials: int | None, run
     sim.subjects += nsim.subjects
     cands = _scored(bounds, columns, eff, nul, dirn, typed, futility, binding)
     chosen = _chosen(cands, target, calibrate, spec.level)
+    if chosen is not None:
+        measure_fresh(chosen, columns[next(i for i, c in enumerate(cands) if c is chosen)], sim, spec, dirn)
     shown = chosen or cands[-1]
     cols = [col[n] for n in shown.bounds.sizes]
     fixed = _fixed_from_paths(spec, nul, col.get(fixed_size))
@@ -310,6 +315,22 @@ def _scored(bounds: Sequence[Boundaries], columns: Sequence[tuple[int, ...]], ef
                       null_obeyed=None if binding or not futility else operate(b, nul.z, nul.est, cols, dirn, None,
                                                                                nul.reference))
             for b, cols in zip(bounds, columns, strict=True)]
+
+
+def measure_fresh(chosen: Candidate, cols: Sequence[int], sim: Any, spec: PlannedStudy, dirn: float) -> np.ndarray:
+    """Replace the chosen candidate's operating characteristics under the effect (read on the studies that
+    chose it) by those on as many fresh studies under the effect (the simulator's stream
+    :data:`~cogtestbed.planning.kind_protocols.SEQ_FRESH_STREAM`): the power, expected size and saving the plan
+    prints; the choosing studies' kept as ``search_effect``.  Returns the fresh paths' z at the rule's looks."""
+    from cogtestbed.planning.kind_protocols import SEQ_FRESH_STREAM
+    from cogtestbed.planning.kinds.sequential.seqsim import Rule
+
+    sim.label = "sequential plan: fresh studies under the effect at the chosen design"
+    cols = tuple(cols)
+    (fresh,) = sim.run([(spec, SEQ_FRESH_STREAM, Rule((chosen.bounds,), (cols,), dirn))])
+    chosen.search_effect = chosen.effect
+    chosen.effect = operate(chosen.bounds, fresh.z, fresh.est, cols, dirn, dirn or None, fresh.reference)
+    return np.asarray(fresh.z[:, list(cols)])
 
 
 def _chosen(cands: Sequence[Candidate], target: float, calibrate: bool, level: float) -> Candidate | None:

@@ -213,8 +213,9 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
     points = _population_draws(params, draws, rng)
     draw_se = np.array([_scored_se(params, point, _unconstrained_se(_mean_information(
         _chain_hessians(exp, fitter, design, point, chains, DRAW_SESSIONS, rng)))) for point in points])
-    se_pop = (np.quantile(draw_se, SE_QUANTILE, axis=0, method="linear") if len(points)
-              else _scored_se(params, median, se_u))
+    with np.errstate(invalid="ignore"):  # a draw whose information misses a direction: an infinite SE
+        se_pop = (np.nan_to_num(np.quantile(draw_se, SE_QUANTILE, axis=0), nan=math.inf) if len(points)
+                  else _scored_se(params, median, se_u))
     rows = [_parameter_row(p, median[j], se_u[j], slope[j], float(se_pop[j]), need[j], sessions, tolerance)
             for j, p in enumerate(params)]
     table = pd.DataFrame(rows).astype({"sessions_to_identify": "Int64", "sessions_for_tolerance": "Int64",

@@ -9,25 +9,41 @@ No model has its own formula; the check dispatches on the model contract
 (:class:`~cogtestbed.inference.base.CognitiveModel`) and the experiment's generator.
 
 What it reports, per parameter, at the **prior median** (each parameter's prior mean on the
-unconstrained scale, mapped to its natural value) and over a few **prior draws**:
+unconstrained scale, mapped to its natural value) and over **population draws**:
 
-* ``se``: the expected standard error of the subject's maximum-likelihood estimate, √((K·Ī)⁻¹)ⱼⱼ for a
-  subject of K sessions with per-session information Ī, on the natural scale (the unconstrained SE
-  times the transform's slope, :meth:`~cogtestbed.parameters.Parameter.constrained_slope`);
+* ``se``: the expected standard error of the subject's maximum-likelihood estimate at the prior median,
+  √((K·Ī)⁻¹)ⱼⱼ for a subject of K sessions with per-session information Ī, on the natural scale (the
+  unconstrained SE times the transform's slope, :meth:`~cogtestbed.parameters.Parameter.constrained_slope`);
+* ``population_sd``: the spread of the parameter over the **population** a recovery draws true values from
+  (``recover --sampler uniform``: independent uniform draws over each parameter's prior central 90 %,
+  :meth:`~cogtestbed.parameters.Parameter.central_range`), on the scale a recovery scores r on (the log scale
+  for a log-transformed parameter, the natural scale otherwise);
+* ``se_population``: the expected SE over that population: the :data:`SE_QUANTILE` quantile of the SE (on
+  the same scale) at ``draws`` Latin-hypercube draws from it (SciPy's :class:`~scipy.stats.qmc.LatinHypercube`;
+  with no draws, the SE at the prior median), for a subject of K sessions;
+* ``identified``: the **rule** — the subject's design is of full rank in the parameter (``identifiable``) and
+  ``se_population`` is at most ``tolerance`` × ``population_sd``.  An estimate with error SD ``s`` on true
+  values of SD ``σ`` correlates with them at r = 1/√(1 + (s/σ)²) in expectation, so the default tolerance
+  :data:`DEFAULT_TOLERANCE` 0.5 implies r ≈ 0.89 (:func:`implied_r`) for a subject whose SE is at the
+  population's :data:`SE_QUANTILE` quantile, and more on average — when the estimate is regular (the
+  asymptotic SE holds);
 * ``sessions_to_identify``: the fewest sessions after which a simulated subject's information — the sum
   of its observations' score outer products, of rank at most its number of observations — is of full
   rank in that parameter (its direction lies outside the null space) for at least
   :data:`IDENTIFIED_SHARE` of the simulated subjects; a single session of a small design (one
   horizon-task game: one choice, five parameters) is rank-deficient;
-* ``sessions_for_tolerance``: the fewest sessions bringing the unconstrained SE under ``tolerance``
-  times the parameter's prior SD (the default :data:`DEFAULT_TOLERANCE`: the data halve the prior's
-  spread), at least ``sessions_to_identify``.
+* ``sessions_for_tolerance``: the fewest sessions that identify the parameter by the rule (SE falls as
+  1/√K), at least ``sessions_to_identify``; null where no subject of up to :data:`MAX_SUGGESTED_SESSIONS`
+  sessions does (the parameter is **not identified up to** that many sessions).
+
+:attr:`DesignInformation.suggested_sessions` is the largest ``sessions_for_tolerance``: the fewest sessions a
+subject at which every parameter the rule can reach within the cap is identified.
 
 Rank and condition number are those of the per-session expected information at the prior median
-(scaled to unit diagonal, so that a parameter's units do not matter).  A parameter is **not
-identified at the design** where a subject of the design's sessions is rank-deficient in it
+(scaled to unit diagonal, so that a parameter's units do not matter).  A parameter is **rank-deficient at the
+design** where a subject of the design's sessions is rank-deficient in it
 (:attr:`DesignInformation.unidentified`); :meth:`DesignInformation.refusal` is then the one line that
-names it and the smallest design that identifies it (``recover`` and ``plan`` refuse with it).
+names it and the smallest design of full rank (``recover`` and ``plan`` refuse with it).
 """
 
 from __future__ import annotations
@@ -42,14 +58,21 @@ import pandas as pd
 
 from cogtestbed.errors import InputError
 
-#: The default tolerance: an unconstrained SE under this share of the parameter's prior SD.
+#: The default tolerance: the population's SE under this share of the population's SD (r ≈ 0.89).
 DEFAULT_TOLERANCE = 0.5
 #: Simulated subjects (chains of sessions) per parameter point.
 DEFAULT_CHAINS = 16
-#: Prior draws besides the prior median.
-DEFAULT_DRAWS = 4
-#: The most sessions a chain grows to when looking for the smallest identifying design.
+#: Population draws (Latin hypercube) besides the prior median.
+DEFAULT_DRAWS = 32
+#: Sessions a chain at each population draw (its information: the mean over ``chains`` x this many sessions).
+DRAW_SESSIONS = 8
+#: The quantile of the SE over the population draws that the rule holds to the tolerance.
+SE_QUANTILE = 0.9
+#: The most sessions a chain grows to when looking for the smallest design of full rank.
 MAX_SESSIONS = 128
+#: The most sessions a subject the check suggests: a parameter the rule does not reach by then is not identified
+#: up to this many sessions (CogBench played 1000 horizon-task games an LLM).
+MAX_SUGGESTED_SESSIONS = 1000
 #: Share of simulated subjects that must be of full rank in a parameter for it to count as identified.
 IDENTIFIED_SHARE = 0.9
 #: Step of the central differences of the gradient, on the unconstrained scale.
@@ -99,6 +122,8 @@ class DesignInformation:
     #: the log-likelihood of one session is not locally quadratic there and the asymptotic SE is optimistic
     #: (the maximum-likelihood estimate is not yet regular).
     regular_share: float = 1.0
+    #: Population draws the SE was taken over (0: the prior median only).
+    draws: int = 0
 
     @property
     def parameters(self) -> list[str]:
@@ -106,17 +131,41 @@ class DesignInformation:
 
     @property
     def unidentified(self) -> list[str]:
-        """Parameters a subject of the design's sessions does not identify."""
-        return [str(p) for p, ok in zip(self.table["parameter"], self.table["identified"], strict=True) if not ok]
+        """Parameters in which a subject of the design's sessions is rank-deficient (what ``recover`` and ``plan``
+        refuse)."""
+        return [str(p) for p, ok in zip(self.table["parameter"], self.table["identifiable"], strict=True)
+                if not ok]
 
     @property
     def smallest_sessions(self) -> int | None:
-        """The fewest sessions a subject that identify every parameter (None: none up to :data:`MAX_SESSIONS`)."""
+        """The fewest sessions a subject of full rank in every parameter (None: none up to :data:`MAX_SESSIONS`)."""
         need = self.table["sessions_to_identify"]
         return None if need.isna().any() else int(need.max())
 
+    @property
+    def suggested_sessions(self) -> int | None:
+        """The fewest sessions a subject at which every parameter the rule reaches within
+        :data:`MAX_SUGGESTED_SESSIONS` is identified (None: it reaches none)."""
+        need = self.table["sessions_for_tolerance"].dropna()
+        return int(need.max()) if len(need) else None
+
+    @property
+    def not_identified(self) -> list[str]:
+        """Parameters no subject of up to :data:`MAX_SUGGESTED_SESSIONS` sessions identifies by the rule."""
+        return [str(p) for p, k in zip(self.table["parameter"], self.table["sessions_for_tolerance"], strict=True)
+                if pd.isna(k)]
+
+    @property
+    def rule(self) -> str:
+        """The rule, in words, with the r it implies."""
+        over = (f"the {SE_QUANTILE:.0%} quantile over {self.draws} population draws" if self.draws
+                else "at the prior median")
+        return (f"identified: full rank, and the expected SE ({over}) at most {self.tolerance:g} x the "
+                f"population's SD (uniform over each parameter's prior central 90 %, on the scale r is scored "
+                f"on): r about {implied_r(self.tolerance):.2f} between true values and regular estimates")
+
     def refusal(self, flag: str = "--sessions") -> str | None:
-        """One line naming the unidentified parameters and the smallest design that identifies them (None: none);
+        """One line naming the rank-deficient parameters and the smallest design of full rank (None: none);
         ``flag``: the option that sets a subject's sessions (``--sessions``; ``--runs`` for ``recover`` and
         ``plan``)."""
         from cogtestbed.identified_sessions import format_refusal
@@ -127,18 +176,28 @@ class DesignInformation:
         return format_refusal(self.experiment, self.model, self.sessions, missing, self.smallest_sessions, flag,
                               limit=MAX_SESSIONS)
 
+    def suggestion(self) -> str:
+        """One line: the suggested sessions a subject and what no size up to the cap identifies."""
+        k = self.suggested_sessions
+        head = (f"suggested: {k} session(s) a subject (identifies "
+                f"{', '.join(p for p in self.parameters if p not in self.not_identified)})" if k is not None
+                else "suggested: none")
+        missing = self.not_identified
+        tail = (f"; not identified up to {MAX_SUGGESTED_SESSIONS} sessions: {', '.join(missing)}" if missing
+                else "")
+        return head + tail
+
     def summary(self) -> str:
         """The check as printed by ``cogtestbed check-design``."""
         head = (f"{self.experiment} / {self.model}: {self.sessions} session(s) a subject, "
                 f"{self.trials_per_session} trials a session; information rank {self.rank} of "
-                f"{len(self.table)}, condition number {_number(self.condition_number)}; tolerance: SE under "
-                f"{self.tolerance:g} x the prior SD (unconstrained scale)")
-        cols = ["parameter", "prior_median", "se", "se_draws", "identified", "sessions_to_identify",
-                "sessions_for_tolerance"]
-        body = self.table[cols].astype(object).to_string(index=False, na_rep="null",
-                                         float_format=lambda x: f"{x:.4g}")
+                f"{len(self.table)}, condition number {_number(self.condition_number)}")
+        cols = ["parameter", "prior_median", "se", "population_sd", "se_population", "se_ratio", "identified",
+                "sessions_to_identify", "sessions_for_tolerance"]
+        shown = self.table[cols].astype(object)
+        body = shown.where(shown.notna(), "null").to_string(index=False, float_format=lambda x: f"{x:.4g}")
         refusal = self.refusal()
-        return "\n".join([head, body, *([refusal] if refusal else [])])
+        return "\n".join([head, self.rule, body, self.suggestion(), *([refusal] if refusal else [])])
 
 
 def _number(x: float) -> str:
@@ -149,8 +208,9 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
                     tolerance: float = DEFAULT_TOLERANCE, draws: int = DEFAULT_DRAWS,
                     chains: int = DEFAULT_CHAINS, seed: int = 0) -> DesignInformation:
     """The expected information of one subject of ``sessions`` sessions of ``design`` (the experiment's
-    default where None) under ``model``, and what it identifies (module docstring).  Seeded: the same
-    arguments give the same table."""
+    default where None) under ``model``, and what it identifies (module docstring): ``tolerance`` the largest
+    ratio of the population's SE to the population's SD that identifies a parameter, ``draws`` the population
+    draws the SE is taken over.  Seeded: the same arguments give the same table."""
     from cogtestbed.registry import get_experiment
 
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
@@ -159,6 +219,8 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
         raise InputError(f"sessions must be at least 1, got {sessions}")
     if not tolerance > 0 or not math.isfinite(tolerance):
         raise InputError(f"tolerance must be a positive number, got {tolerance}")
+    if draws < 0:
+        raise InputError(f"draws must be at least 0, got {draws}")
     design = _design(exp, design)
     params = list(fitter.parameters)
     rng = np.random.default_rng(seed)
@@ -166,41 +228,99 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
     need, chained = _sessions_to_identify(exp, fitter, design, median,
                                           _chain_hessians(exp, fitter, design, median, chains, 1, rng), rng)
     info = _mean_information(chained)
-    pool = chained.shape[1]
     se_u = _unconstrained_se(info)
     slope = np.array([float(p.constrained_slope(x)) for p, x in zip(params, median, strict=True)])
-    draw_se = [_unconstrained_se(_mean_information(
-        _chain_hessians(exp, fitter, design, point, chains, pool, rng)))
-               * np.array([float(p.constrained_slope(x)) for p, x in zip(params, point, strict=True)])
-               for point in _prior_draws(params, draws, rng)]
-    sd = np.array([p.prior_sd for p in params])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        for_tol = np.ceil((se_u / (tolerance * sd)) ** 2)
-    rows = [_parameter_row(p, median[j], se_u[j], slope[j], [d[j] for d in draw_se], need[j], for_tol[j], sessions)
+    points = _population_draws(params, draws, rng)
+    draw_se = np.array([_scored_se(params, point, _unconstrained_se(_mean_information(
+        _chain_hessians(exp, fitter, design, point, chains, DRAW_SESSIONS, rng)))) for point in points])
+    with np.errstate(invalid="ignore"):  # a draw whose information misses a direction: an infinite SE
+        se_pop = (np.nan_to_num(np.quantile(draw_se, SE_QUANTILE, axis=0), nan=math.inf) if len(points)
+                  else _scored_se(params, median, se_u))
+    rows = [_parameter_row(p, median[j], se_u[j], slope[j], float(se_pop[j]), need[j], sessions, tolerance)
             for j, p in enumerate(params)]
     table = pd.DataFrame(rows).astype({"sessions_to_identify": "Int64", "sessions_for_tolerance": "Int64",
-                                       "se": float, "se_unconstrained": float, "se_draws": float})
+                                       "se": float, "se_unconstrained": float, "se_population": float,
+                                       "population_sd": float, "se_ratio": float})
     rank, cond = _rank_condition(info)
     sessions_info = chained[:, :, 0].reshape(-1, *chained.shape[3:])
     regular = float(np.mean([bool(np.all(np.linalg.eigvalsh(h) > 0)) for h in sessions_info]))
     return DesignInformation(exp.name, fitter.name, sessions, int(design.n_trials), tolerance, table, rank, cond,
-                             info, regular)
+                             info, regular, len(points))
 
 
-def _parameter_row(p: Any, median: float, se_u: float, slope: float, draw_se: list[float], k_id: int | None,
-                   for_tol: float, sessions: int) -> dict[str, Any]:
-    """One parameter's line of the check: its expected SE over ``sessions`` sessions (constrained, unconstrained,
-    over prior draws) and the sessions that identify it and bring it under the tolerance."""
-    tol_k = None if k_id is None or not math.isfinite(for_tol) else int(max(k_id, for_tol, 1))
+def implied_r(tolerance: float) -> float:
+    """The correlation between true values and estimates whose error SD is ``tolerance`` times the true values'
+    SD: 1/√(1 + tolerance²) (unbiased estimates, errors independent of the true values)."""
+    return 1.0 / math.sqrt(1.0 + tolerance ** 2)
+
+
+def scored_values(p: Any, x: Any) -> np.ndarray:
+    """``x`` on the scale a recovery scores r on: the log for a log-transformed parameter, else as is."""
+    return np.log(np.asarray(x, float)) if p.transform == "log" else np.asarray(x, float)
+
+
+def population_sd(p: Any) -> float:
+    """The SD, on the scale r is scored on (:func:`scored_values`), of values uniform over the parameter's
+    :meth:`~cogtestbed.parameters.Parameter.central_range` (exact: the uniform's moments, of its log where
+    scored on the log scale)."""
+    lo, hi = p.central_range()
+    if not hi > lo:
+        return 0.0
+    if p.transform != "log":
+        return (hi - lo) / math.sqrt(12.0)
+    if lo <= 0:
+        return math.inf
+
+    def moment(x: float, k: int) -> float:  # antiderivatives of log(x) and log(x)^2
+        return x * (math.log(x) - 1) if k == 1 else x * (math.log(x) ** 2 - 2 * math.log(x) + 2)
+
+    m1 = (moment(hi, 1) - moment(lo, 1)) / (hi - lo)
+    m2 = (moment(hi, 2) - moment(lo, 2)) / (hi - lo)
+    return math.sqrt(max(m2 - m1 ** 2, 0.0))
+
+
+def _population_draws(params: list[Any], draws: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``draws`` points of the population (:func:`population_sd`): a Latin hypercube over the central ranges,
+    so that every parameter's range is covered in ``draws`` strata."""
+    if draws == 0:
+        return []
+    from scipy.stats import qmc
+
+    unit = qmc.LatinHypercube(d=len(params), seed=rng).random(draws)
+    bounds = np.array([p.central_range() for p in params])
+    return list(bounds[:, 0] + unit * (bounds[:, 1] - bounds[:, 0]))
+
+
+def _scored_se(params: list[Any], point: np.ndarray, se_u: np.ndarray) -> np.ndarray:
+    """One session's unconstrained SEs at ``point`` on the scale r is scored on (:func:`scored_values`): the
+    unconstrained SE of a log-transformed parameter (its unconstrained scale is the log, up to its lower
+    bound), else times the transform's slope."""
+    return np.array([s if p.transform == "log" else s * float(p.constrained_slope(x))
+                     for p, s, x in zip(params, se_u, point, strict=True)])
+
+
+def _parameter_row(p: Any, median: float, se_u: float, slope: float, se_pop: float, k_id: int | None,
+                   sessions: int, tolerance: float) -> dict[str, Any]:
+    """One parameter's line of the check: its expected SE over ``sessions`` sessions (at the prior median,
+    natural and unconstrained; over the population, on the scored scale, against the population's SD) and the
+    sessions that identify it (full rank; the rule)."""
+    sd = population_sd(p)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for_tol = math.ceil((se_pop / (tolerance * sd)) ** 2) if sd > 0 and math.isfinite(se_pop) else math.inf
+    tol_k = (None if k_id is None or not math.isfinite(for_tol) or max(k_id, for_tol) > MAX_SUGGESTED_SESSIONS
+             else int(max(k_id, for_tol, 1)))
     root = math.sqrt(sessions)
     finite = math.isfinite(se_u)
+    se_now = se_pop / root if math.isfinite(se_pop) else None
+    ratio = se_now / sd if se_now is not None and sd > 0 else None
+    identifiable = k_id is not None and k_id <= sessions
     return {
         "parameter": p.name, "prior_median": median,
         "se": se_u * slope / root if finite else None,
         "se_unconstrained": se_u / root if finite else None,
-        "se_draws": (float(np.median(draw_se)) / root if draw_se and all(math.isfinite(d) for d in draw_se)
-                     else None),
-        "identified": k_id is not None and k_id <= sessions,
+        "population_sd": sd, "se_population": se_now, "se_ratio": ratio,
+        "identifiable": identifiable,
+        "identified": bool(identifiable and ratio is not None and ratio <= tolerance),
         "sessions_to_identify": k_id, "sessions_for_tolerance": tol_k,
     }
 
@@ -222,12 +342,6 @@ def _design(exp: Any, design: Any) -> Any:
 def _mean_information(chained: np.ndarray) -> np.ndarray:
     """The expected information of one session: the mean of every simulated session's observed information."""
     return chained[:, :, 0].reshape(-1, *chained.shape[3:]).mean(axis=0)
-
-
-def _prior_draws(params: list[Any], draws: int, rng: np.random.Generator) -> list[np.ndarray]:
-    z = rng.standard_normal((draws, len(params)))
-    return [np.array([float(p.inside(p.to_constrained(p.prior_mean + p.prior_sd * zj)))
-                      for p, zj in zip(params, row, strict=True)]) for row in z]
 
 
 def _session_hessians(exp: Any, fitter: Any, design: Any, theta: np.ndarray, n: int,

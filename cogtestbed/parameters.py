@@ -22,6 +22,9 @@ if TYPE_CHECKING:  # pydantic is imported when values are first validated (a fit
 
 Transform = Literal["logit", "log", "identity"]
 
+#: Prior SDs either side of the prior mean that :meth:`Parameter.central_range` spans (1.645: the central 90 %).
+CENTRAL_Z = 1.645
+
 
 class ParameterError(InputError):
     """Bad parameter values or names (one clear message)."""
@@ -112,6 +115,13 @@ class Parameter:
         import numpy as np
 
         return np.clip(np.asarray(x, dtype=np.float64), self.lower, self.upper)
+
+    def central_range(self, z: float = CENTRAL_Z) -> tuple[float, float]:
+        """The natural-scale bounds of the prior's central mass: the prior mean ± ``z`` prior SDs on the
+        unconstrained scale, mapped to the natural scale and kept inside the bounds (the population that
+        ``recover --sampler uniform`` draws true values from, uniformly, and the design check's population)."""
+        lo, hi = self.prior_mean - z * self.prior_sd, self.prior_mean + z * self.prior_sd
+        return float(self.inside(self.to_constrained(lo))), float(self.inside(self.to_constrained(hi)))
 
     # -- the MLE search scale: box-bounded, linear for [a, b] parameters, log for (0, inf) ---
     def search_bounds(self) -> tuple[float, float]:

@@ -100,8 +100,10 @@ def test_check_design_prints_one_games_se_and_the_games_for_the_tolerance() -> N
     out = json.loads(proc.stdout)
     assert out["sessions"] == 1 and out["refusal"] is not None
     for row in out["parameters"]:
-        assert row["se"] > 0 and not row["identified"]
-        assert row["sessions_for_tolerance"] >= row["sessions_to_identify"] >= 1
+        assert row["se"] > 0 and not row["identified"] and not row["identifiable"]
+        assert row["sessions_to_identify"] >= 1
+        assert row["sessions_for_tolerance"] is None or row["sessions_for_tolerance"] >= row["sessions_to_identify"]
+    assert out["not_identified"] == [r["parameter"] for r in out["parameters"] if r["sessions_for_tolerance"] is None]
 
 
 @pytest.mark.slow
@@ -112,19 +114,29 @@ def test_the_shipped_table_is_the_checks() -> None:
     assert json.loads(SHIPPED.read_text()) == shipped_table()
 
 
+def test_ten_horizon_games_identify_no_parameter_by_the_rule() -> None:
+    """The default subject (10 games) is of full rank, but no parameter's SE over the population is within the
+    rule's tolerance: the check calls none identified there (a hierarchical fit recovers r 0.1-0.5 at 10 games)."""
+    check = identifiability("horizon", "info-bonus", sessions=10, seed=0)
+    assert check.unidentified == [] and not check.table["identified"].any()
+    assert (check.table["se_ratio"] > 1.0).all()
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="measured at 92 games (seed 0): r = 0.74 bonus_h1, 0.68 bonus_h6, 0.67 "
-                   "temperature_h1, 0.84 temperature_h6, 0.65 bias; R-hat 1.004: three parameters under 0.7")
+@pytest.mark.xfail(strict=True, reason="measured at the suggested 963 games (seed 0): r = 0.98 bonus_h1, 0.95 "
+                   "bonus_h6, 0.99 temperature_h1, 0.99 temperature_h6, 0.95 bias (every identified one >= 0.7), "
+                   "but max R-hat 1.014 > 1.01 (min bulk ESS 153) at 4 chains x 1000 draws: the sampler needs "
+                   "more draws")
 def test_thirty_horizon_subjects_fitted_hierarchically_at_the_checks_size() -> None:
-    """30 subjects of the check's suggested games (every SE under the tolerance), fitted hierarchically: every
-    parameter the check calls identified recovered (r >= 0.7) with R-hat <= 1.01
-    (``benchmarks/studies/horizon_hierarchical.py`` prints the figures)."""
+    """30 subjects of the check's suggested games, true values from the check's population, fitted
+    hierarchically: every parameter the check calls identified recovered (r >= 0.7) with R-hat <= 1.01
+    (``benchmarks/studies/horizon_hierarchical.py --games 0`` prints the figures)."""
     from study_scripts import load_study
 
-    check = identifiability("horizon", "info-bonus", sessions=1, draws=0, seed=0)
-    games = int(check.table["sessions_for_tolerance"].max())
-    out = load_study("horizon_hierarchical").measure(subjects=30, games=games, draws=1000, chains=4, seed=0)
+    out = load_study("horizon_hierarchical").measure(subjects=30, games=0, draws=1000, chains=4, seed=0)
+    print(out)
     assert out["max_rhat"] <= 1.01
+    assert any(out["identified"].values())
     for name, identified in out["identified"].items():
         if identified:
-            assert out["r"][name] >= 0.7, (name, out["r"][name], games)
+            assert out["r"][name] >= 0.7, (name, out["r"][name], out["games"])

@@ -6,9 +6,10 @@ sessions of the default design at the prior median, on the unconstrained scale. 
 then simulated at that very point and fitted by maximum likelihood, one by one; the RMSE of their
 unconstrained estimates around the truth is printed beside the prediction, with their ratio.  The
 prediction is asymptotic: it is expected within ±25 % where the MLE is regular (an interior, pinned estimate,
-many observations a parameter).  ``regular`` is decided by the check before any fit: the parameter is identified,
-one subject's sessions bring its SE under the check's tolerance (``sessions_for_tolerance`` at most ``--sessions``),
-every simulated session's observed information is positive definite (``regular_share`` 1: the log-likelihood
+many observations a parameter).  ``regular`` is decided by the check before any fit: one subject's sessions are
+of full rank in the parameter (``identifiable``), their unconstrained SE at the prior median is at most half the
+prior's SD (:data:`DATA_OVER_PRIOR`: the likelihood, not the prior's range, sets the estimate's spread), every
+simulated session's observed information is positive definite (``regular_share`` 1: the log-likelihood
 locally quadratic), and no estimate reached a bound (``at_bound``: the share of subjects).
 
     .venv/bin/python benchmarks/studies/design_information.py --subjects 60
@@ -32,8 +33,10 @@ from cogtestbed.inference.identification import at_bound  # noqa: E402
 from cogtestbed.registry import experiment_names, get_experiment  # noqa: E402
 from cogtestbed.simulation import as_sessions, simulate  # noqa: E402
 
-#: Ratios RMSE / predicted SE inside this band count as agreeing (the issue's ±25 %).
+#: Ratios RMSE / predicted SE inside this band count as agreeing (±25 %).
 BAND = (0.75, 1.25)
+#: A regular row's unconstrained SE at the prior median is at most this share of the prior's SD.
+DATA_OVER_PRIOR = 0.5
 
 
 def compare(experiment: str, model: str, subjects: int, sessions: int, seed: int) -> pd.DataFrame:
@@ -56,13 +59,11 @@ def compare(experiment: str, model: str, subjects: int, sessions: int, seed: int
                      "predicted_se": predicted, "rmse": rmse,
                      "ratio": rmse / predicted if predicted > 0 and math.isfinite(predicted) else float("nan"),
                      "at_bound": float(np.mean(at_bound(est, p))), "identified": bool(
-                         check.table.set_index("parameter").loc[p.name, "identified"]),
-                     "for_tolerance": check.table.set_index("parameter").loc[p.name, "sessions_for_tolerance"],
-                     "regular_share": check.regular_share})
+                         check.table.set_index("parameter").loc[p.name, "identifiable"]),
+                     "data_over_prior": predicted / p.prior_sd, "regular_share": check.regular_share})
     out = pd.DataFrame(rows)
-    need = pd.to_numeric(out["for_tolerance"], errors="coerce")
-    return out.assign(regular=out["identified"] & (need <= sessions) & (out["regular_share"] == 1.0)
-                      & (out["at_bound"] == 0))
+    return out.assign(regular=out["identified"] & (out["data_over_prior"] <= DATA_OVER_PRIOR)
+                      & (out["regular_share"] == 1.0) & (out["at_bound"] == 0))
 
 
 def main() -> None:
@@ -86,7 +87,7 @@ def main() -> None:
     print(f"\nidentified parameters with no estimate at a bound: {len(plain)}; RMSE within ±25 % of the predicted "
           f"SE: {int(plain['ratio'].between(*BAND).sum())}")
     outside = regular[~regular["ratio"].between(*BAND)]
-    print(f"regular parameters (the check's rule, before any fit): {len(regular)}; RMSE within ±25 % of the "
+    print(f"regular parameters (decided before any fit): {len(regular)}; RMSE within ±25 % of the "
           f"predicted SE: {len(regular) - len(outside)}; outside: "
           + (", ".join(f"{r.experiment}/{r.parameter} {r.ratio:.3g}" for r in outside.itertuples()) or "none"))
 

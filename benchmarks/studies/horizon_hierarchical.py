@@ -1,12 +1,16 @@
 """Thirty horizon-task subjects of several games each, fitted hierarchically: true against estimated per parameter.
 
-Each subject's five information-bonus parameters are drawn uniformly from the experiment's declared recovery
-ranges (``horizon``'s ``recovery`` study), the subject plays ``--games`` games (``ct.simulate(...,
+Each subject's five information-bonus parameters are drawn uniformly from the population the design check's rule
+is stated on (each parameter's prior central 90 %, :meth:`~cogtestbed.parameters.Parameter.central_range`: the
+true values of ``recover --sampler uniform``), the subject plays ``--games`` games (``ct.simulate(...,
 sessions=K)``), and the hierarchical model is fitted to all of them (``ct.fit(..., method="hierarchical")``).
-Printed: the design check's verdict at that many games (:func:`cogtestbed.identifiability`), Pearson r between
-each subject's true value and its posterior mean, and the largest R-hat of the posterior.
+Printed: the design check's verdict at that many games (:func:`cogtestbed.identifiability`: ``identified`` by
+its rule), Pearson r between each subject's true value and its posterior mean (on the scale a recovery scores
+r on: the log for the temperatures), and the largest R-hat of the posterior.  ``--games 0``: the check's
+suggested games a subject.
 
     nice .venv/bin/python benchmarks/studies/horizon_hierarchical.py --subjects 30 --games 10
+    nice .venv/bin/python benchmarks/studies/horizon_hierarchical.py --subjects 30 --games 0
 """
 
 from __future__ import annotations
@@ -18,30 +22,34 @@ from typing import Any
 import numpy as np
 
 import cogtestbed as ct
-from cogtestbed.identifiability import identifiability
+from cogtestbed.identifiability import identifiability, scored_values
 from cogtestbed.registry import get_experiment
 
 
 def true_parameters(subjects: int, seed: int) -> dict[str, np.ndarray]:
-    """Each subject's parameters, uniform over the horizon recovery study's declared ranges."""
-    exp = get_experiment("horizon")
-    ranges = next(s.ranges for s in exp.studies if s.kind == "recovery")
+    """Each subject's parameters, uniform over each parameter's prior central 90 % (the check's population)."""
     rng = np.random.default_rng(seed)
-    return {p: rng.uniform(lo, hi, subjects) for p, (lo, hi) in ranges.items()}
+    return {p.name: rng.uniform(*p.central_range(), subjects)
+            for p in get_experiment("horizon").model("info-bonus").parameters}
 
 
 def measure(subjects: int = 30, games: int = 10, draws: int = 1000, chains: int = 4, seed: int = 0) -> dict[str, Any]:
     """The check's verdict, r per parameter (true against posterior mean) and the largest R-hat."""
     import arviz as az
 
-    check = identifiability("horizon", "info-bonus", sessions=games, draws=0, seed=seed)
+    if games == 0:
+        games = identifiability("horizon", "info-bonus", seed=seed).suggested_sessions or 1
+    check = identifiability("horizon", "info-bonus", sessions=games, seed=seed)
+    params = get_experiment("horizon").model("info-bonus").parameters
     truth = true_parameters(subjects, seed)
     table = ct.simulate("horizon", "info-bonus", subjects=subjects, sessions=games, seed=seed + 1,
                         params={k: v.tolist() for k, v in truth.items()})
     fit = ct.fit("horizon", table, "info-bonus", method="hierarchical", draws=draws, chains=chains, seed=seed)
     post = fit.idata.posterior
     order = np.argsort(post.coords["subject"].values.astype(int))
-    r = {p: float(np.corrcoef(truth[p], post[p].mean(("chain", "draw")).values[order])[0, 1]) for p in truth}
+    r = {p: float(np.corrcoef(scored_values(params[p], truth[p]),
+                              scored_values(params[p], post[p].mean(("chain", "draw")).values[order]))[0, 1])
+         for p in truth}
     rhat = az.rhat(post)
     return {"subjects": subjects, "games": games, "draws": draws, "chains": chains,
             "identified": dict(zip(check.parameters, map(bool, check.table["identified"]), strict=True)),
@@ -51,7 +59,7 @@ def measure(subjects: int = 30, games: int = 10, draws: int = 1000, chains: int 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--subjects", type=int, default=30)
-    ap.add_argument("--games", type=int, default=10)
+    ap.add_argument("--games", type=int, default=10, help="Games a subject (0: the check's suggested games).")
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument("--chains", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)

@@ -30,13 +30,15 @@ class CheckDesignRequest(
 
     #: ``tolerance``: the target SE of the design check, not a recovery's ``--precision``
     se_tolerance: float = option(_TOLERANCE, name="tolerance", flags=("--tolerance",), min=1e-6, max=100.0,
-                                 help="Target SE, as a share of each parameter's prior SD (unconstrained scale).")
+                                 help="Largest ratio of the expected SE (over the population) to the population's SD "
+                                      "that identifies a parameter (0.5: r about 0.89).")
 
 
 @request_command(app, CheckDesignRequest, name="check-design")
 def check_design(req: CheckDesignRequest) -> None:
-    """Expected standard error of each parameter for one subject of the design, whether the design identifies it,
-    and the fewest sessions a subject that identify it and bring its SE under the tolerance."""
+    """Expected standard error of each parameter for one subject of the design, whether the design identifies it
+    (full rank, and the SE over the population at most the tolerance times the population's SD), the fewest
+    sessions a subject that identify it, and the sessions the check suggests."""
     from cogtestbed.api.core import design_overrides
     from cogtestbed.identifiability import identifiability
 
@@ -49,6 +51,8 @@ def check_design(req: CheckDesignRequest) -> None:
                     "trials_per_session": result.trials_per_session, "tolerance": result.tolerance,
                     "rank": result.rank, "condition_number": result.condition_number,
                     "smallest_sessions": result.smallest_sessions, "refusal": result.refusal(),
+                    "rule": result.rule, "suggested_sessions": result.suggested_sessions,
+                    "not_identified": result.not_identified,
                     "parameters": result.table.astype(object).where(result.table.notna(), None)
                     .to_dict(orient="records")})
         return

@@ -22,12 +22,12 @@ from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.inference.base import CognitiveModel, with_lapse
 from cogtestbed.inference.hierarchical import SD_SCALE, sample_hierarchical_prior
 from cogtestbed.lapse import Lapse
-from cogtestbed.parameters import Parameter
+from cogtestbed.parameters import CENTRAL_Z, Parameter
 from cogtestbed.simulation import as_sessions, chosen_path, chunk_subjects, simulate, simulate_chunks
 from cogtestbed.studies.study_kinds import ModelStudy, SampledStudy
 
 #: Central mass of the prior whose natural-scale range the uniform sampler uses by default.
-UNIFORM_PRIOR_Z = 1.645
+UNIFORM_PRIOR_Z = CENTRAL_Z
 #: Posterior draws kept for SBC ranks: ranks of autocorrelated draws are not uniform, so draws
 #: are thinned to about this many (Talts et al. 2018, §5.1).
 SBC_RANKS = 100
@@ -111,8 +111,7 @@ def study_chunk(exp: ExperimentSpec, agent: str, params: Mapping[str, Any], desi
 def uniform_range(p: Parameter) -> tuple[float, float]:
     """The bounds of the uniform sampler of ``p``: its prior mean ± :data:`UNIFORM_PRIOR_Z` prior SDs
     on the unconstrained scale, mapped to the natural scale and kept inside the bounds."""
-    lo, hi = p.prior_mean - UNIFORM_PRIOR_Z * p.prior_sd, p.prior_mean + UNIFORM_PRIOR_Z * p.prior_sd
-    return float(p.inside(p.to_constrained(lo))), float(p.inside(p.to_constrained(hi)))
+    return p.central_range(UNIFORM_PRIOR_Z)
 
 
 def draw_true_parameters(spec: SampledStudy, model: CognitiveModel, n: int,

@@ -64,6 +64,7 @@ def test_make_docs_prints_the_user_docs_word_count() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "docs_words.py")], capture_output=True,
                          text=True, check=True, timeout=60).stdout
     assert f"user docs: {total:,d} words in {len(by_page)} pages" in out and f"{module.TARGET:,d}" in out
-    # The target is 80,000 (module.TARGET); today's count is above it, so this is a ratchet: the user docs
-    # may shrink, never grow past the count measured when the budget was set (109,603 on 29 Nov 2026, + 2 %).
-    assert total <= 112_000, f"user docs grew to {total:,d} words (target {module.TARGET:,d})"
+    # The user docs are within the target of 80,000 words (module.TARGET): 78,135 on 29 Nov 2026, after the
+    # measurement narration moved to the records (docs/results/). A ratchet, with 1 % of room for edits: the user
+    # docs may shrink, never grow past it, and never past the target.
+    assert total <= min(79_000, module.TARGET), f"user docs grew to {total:,d} words (target {module.TARGET:,d})"

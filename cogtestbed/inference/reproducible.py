@@ -76,7 +76,7 @@ def unique_numba_symbols() -> None:
     symbols of one name): nutpie's log density of one model ran the other model's graph (measured:
     RW± with 8 subjects, then RW with 5, "All initialization points failed … Logp function returned
     error: ErrorCode(1)"; where the shapes agree, it would compute another model's density without
-    an error).  numba issue 10486; PyTensor 2.38.3 draws the ids at random the same way, but the
+    an error).  numba report #10486 on GitHub; PyTensor 2.38.3 draws the ids at random the same way, but the
     lock's numba 0.68 is above its bound.  numba has no public setting for its ids: the one private
     access is :func:`cogtestbed.shims.numba_shim.draw_ids_from`, pinned to the locked numba.  The entries
     of the shared folder written by counting processes keep their colliding names, hence the folder of

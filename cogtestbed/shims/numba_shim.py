@@ -2,7 +2,7 @@
 
 numba names a compiled function's machine-code symbol after an id drawn from
 ``numba.core.bytecode.FunctionIdentity._unique_ids``, a per-process :class:`itertools.count` (1, 2, 3, …);
-it has no public setting for it (numba issue 10486).  :func:`cogtestbed.inference.reproducible.unique_numba_symbols`
+it has no public setting for it (numba report #10486).  :func:`cogtestbed.inference.reproducible.unique_numba_symbols`
 replaces it with random ids through :func:`draw_ids_from`.  Everything else the package takes from numba
 is public (a dispatcher's cache folder: ``dispatcher.stats.cache_path``).
 """

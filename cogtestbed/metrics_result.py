@@ -174,13 +174,16 @@ class MetricOption:
         except (TypeError, ValueError, OverflowError):
             raise InputError(f"{self.field}: cannot read {raw!r}") from None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if not math.isfinite(value):
-                raise InputError(f"{self.field} must be a finite number, got {raw!r}")
-            if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
-                lo = "-inf" if self.low is None else f"{self.low:g}"
-                hi = "inf" if self.high is None else f"{self.high:g}"
-                raise InputError(f"{self.field} must lie in [{lo}, {hi}], got {raw}")
+            self._check_number(value, raw)
         return value
+
+    def _check_number(self, value: float, raw: str) -> None:
+        if not math.isfinite(value):
+            raise InputError(f"{self.field} must be a finite number, got {raw!r}")
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            lo = "-inf" if self.low is None else f"{self.low:g}"
+            hi = "inf" if self.high is None else f"{self.high:g}"
+            raise InputError(f"{self.field} must lie in [{lo}, {hi}], got {raw}")
 
 
 #: How a difference in a headline metric between two groups is tested (:class:`MetricComparison`).

@@ -296,14 +296,8 @@ class _Rows:
         shapes = [np.shape(v) for v in columns.values() if isinstance(v, np.ndarray) and v.ndim == 2]
         self.lengths: np.ndarray | None = None
         self.mask: np.ndarray | None = None
-        if keep is not None and np.ndim(keep) == 1:
-            self.lengths = np.asarray(keep, dtype=np.int64)
-            if self.lengths.size and self.lengths.min() < 0:
-                raise InputError("kept lengths must be non-negative")
-            shapes.append((len(self.lengths), 1))
-        elif keep is not None:
-            self.mask = np.asarray(keep, dtype=bool)
-            shapes.append(self.mask.shape)
+        if keep is not None:
+            shapes.append(self._read_keep(keep))
         if not shapes:
             raise InputError("finish_table needs a 2-D column or keep to know the subjects and steps")
         self.n_subjects, self.n_steps = np.broadcast_shapes(*shapes)
@@ -316,6 +310,16 @@ class _Rows:
         self._subjects: np.ndarray | None = None
         self._steps: np.ndarray | None = None
 
+    def _read_keep(self, keep: np.ndarray) -> tuple[int, ...]:
+        """Set :attr:`lengths` (a length per subject) or :attr:`mask` (kept cells) from ``keep``; its shape."""
+        if np.ndim(keep) == 1:
+            self.lengths = np.asarray(keep, dtype=np.int64)
+            if self.lengths.size and self.lengths.min() < 0:
+                raise InputError("kept lengths must be non-negative")
+            return (len(self.lengths), 1)
+        self.mask = np.asarray(keep, dtype=bool)
+        return self.mask.shape
+
     def __call__(self, values: Column, text: bool = False) -> Any:
         """The table column of ``values`` (:data:`Column`), kept rows only."""
         if values is None:
@@ -326,15 +330,19 @@ class _Rows:
             out = self._broadcast(values)
             if np.may_share_memory(out, values):
                 out = out.copy()
-        elif len(values) == self.n_rows:
-            out = values
-        elif len(values) == self.n:
-            out = values if self._flat_mask is None else values[self._flat_mask]
         else:
-            raise InputError(f"a flat column needs {self.n} rows (or the {self.n_rows} kept), got {len(values)}")
+            out = self._flat(values)
         if isinstance(out, np.ndarray) and (text or out.dtype.kind in "OUS"):
             return _string_array(out)
         return out
+
+    def _flat(self, values: Any) -> Any:
+        """The kept rows of a flat column of every row or of the kept rows only."""
+        if len(values) == self.n_rows:
+            return values
+        if len(values) == self.n:
+            return values if self._flat_mask is None else values[self._flat_mask]
+        raise InputError(f"a flat column needs {self.n} rows (or the {self.n_rows} kept), got {len(values)}")
 
     def _broadcast(self, values: np.ndarray) -> np.ndarray:
         """The kept rows of a 2-D array broadcast to (n_subjects, n_steps): a value per subject repeated
@@ -346,14 +354,17 @@ class _Rows:
                 self._subjects = np.repeat(np.arange(n), counts)
             return np.broadcast_to(values[:, 0], (n,)).take(self._subjects)
         if values.shape[0] == 1 and n != 1:
-            step = np.broadcast_to(values[0], (t,))
-            if self._flat_mask is None or self.mask is None:
-                return np.tile(step, n)
-            if self._steps is None:  # the step of every kept row
-                self._steps = np.nonzero(self.mask)[1]
-            return step.take(self._steps)
+            return self._per_step(np.broadcast_to(values[0], (t,)))
         whole = np.broadcast_to(values, (n, t))
         return whole.reshape(-1) if self._flat_mask is None else whole[self.mask]
+
+    def _per_step(self, step: np.ndarray) -> np.ndarray:
+        """A value per step, taken at each kept row's step."""
+        if self._flat_mask is None or self.mask is None:
+            return np.tile(step, self.n_subjects)
+        if self._steps is None:  # the step of every kept row
+            self._steps = np.nonzero(self.mask)[1]
+        return step.take(self._steps)
 
     def action(self, columns: Mapping[str, Column]) -> Any:
         """The ``action`` column: missing where ``valid`` is False (a pandas array: as given)."""

@@ -426,18 +426,23 @@ class TextEnv(gym.Env[dict[str, Any], Any], Generic[DesignT, SessionsT]):
             return np.array([kernel(random_choice)(float(x), int(n)) for x, n in zip(u, nvec, strict=False)],
                             dtype=np.int64).reshape(space.shape)
         if isinstance(space, spaces.Box):
-            low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
-            if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-                raise NotImplementedError(f"{type(self).__name__}: phase {phase.name!r} has an unbounded answer "
-                                          "range; define random_answer")
-            if low.size > u.size:
-                raise InputError(f"{type(self).__name__}: a random answer to {phase.name!r} needs {low.size} "
-                                 f"uniforms, lapse_draws is {u.size}")
-            if space.shape in ((), (1,)):
-                return float(low.reshape(-1)[0] + float(u[0]) * (high.reshape(-1)[0] - low.reshape(-1)[0]))
-            return low + u[: low.size].reshape(space.shape) * (high - low)
+            return self._random_box_answer(space, u)
         raise NotImplementedError(f"{type(self).__name__} must define random_answer for phase {phase.name!r} "
                                   f"({space})")
+
+    def _random_box_answer(self, space: spaces.Box, u: np.ndarray) -> Any:
+        """A uniform value over a bounded Box's range, one uniform per component."""
+        name = self.phase.name
+        low, high = np.broadcast_to(space.low, space.shape), np.broadcast_to(space.high, space.shape)
+        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+            raise NotImplementedError(f"{type(self).__name__}: phase {name!r} has an unbounded answer "
+                                      "range; define random_answer")
+        if low.size > u.size:
+            raise InputError(f"{type(self).__name__}: a random answer to {name!r} needs {low.size} "
+                             f"uniforms, lapse_draws is {u.size}")
+        if space.shape in ((), (1,)):
+            return float(low.reshape(-1)[0] + float(u[0]) * (high.reshape(-1)[0] - low.reshape(-1)[0]))
+        return low + u[: low.size].reshape(space.shape) * (high - low)
 
     # -- experiment-specific hooks -----------------------------------------------------
     @abstractmethod

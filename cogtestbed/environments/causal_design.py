@@ -88,6 +88,12 @@ Filler = Literal["crossdomain", "lorem"]
 PromptType = Literal["numeric", "cot", "numeric_conf"]
 
 
+def _refuse_unknown(names: tuple[str, ...], valid: tuple[str, ...], what: str) -> None:
+    for name in names:
+        if name not in valid:
+            raise InputError(f"unknown {what} {name!r}; choose from {valid}")
+
+
 class CausalDesign(Design):
     """Design of a collider experiment (defaults: causAIign's RW17 numeric, 240 judgments)."""
 
@@ -111,12 +117,8 @@ class CausalDesign(Design):
     @model_validator(mode="after")
     def _check(self) -> CausalDesign:
         valid = RW17_DOMAINS if self.content == "rw17" else ABSTRACT_DOMAINS
-        for d in self.domain_list:
-            if d not in valid:
-                raise InputError(f"unknown {self.content} domain {d!r}; choose from {valid}")
-        for cb in self.cntbl_conds:
-            if cb not in CNTBL_CONDS:
-                raise InputError(f"unknown counterbalancing condition {cb!r}; choose from {CNTBL_CONDS}")
+        _refuse_unknown(self.domain_list, valid, f"{self.content} domain")
+        _refuse_unknown(self.cntbl_conds, CNTBL_CONDS, "counterbalancing condition")
         if self.overload != "none":
             if not self.fillers:
                 raise InputError("an overloaded design needs at least one filler source")

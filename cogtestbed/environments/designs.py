@@ -152,15 +152,18 @@ class Outcomes:
         def cat(name: str) -> np.ndarray:
             return np.concatenate([getattr(p, name) for p in parts], axis=0)
 
+        def optional(name: str) -> np.ndarray | None:
+            return cat(name) if parts and getattr(parts[0], name) is not None else None
+
         extra_keys = parts[0].extra.keys() if parts else ()
         return cls(
             action=cat("action"),
             reward=cat("reward"),
             valid=cat("valid"),
-            raw_response=cat("raw_response") if parts and parts[0].raw_response is not None else None,
-            parse_error=cat("parse_error") if parts and parts[0].parse_error is not None else None,
+            raw_response=optional("raw_response"),
+            parse_error=optional("parse_error"),
             extra={k: np.concatenate([p.extra[k] for p in parts], axis=0) for k in extra_keys},
-            played=cat("played") if parts and parts[0].played is not None else None,
-            scored=cat("scored") if parts and parts[0].scored is not None else None,
+            played=optional("played"),
+            scored=optional("scored"),
         )
 

@@ -173,6 +173,9 @@ class RevealedDesign(Design):
         sub("n_dice", self.n_dice, (1, 2, 3))
         sub("n_coins", self.n_coins, (1, 2, 3, 4, 5))
         sub("choice_options", self.choice_options, tuple(range(2, 13)))
+        return self._check_counts()
+
+    def _check_counts(self) -> RevealedDesign:
         for name in ("coin_biases", "preference_biases"):
             if any(b < 1 for b in getattr(self, name)):
                 raise InputError(f"{name}: biases are integers >= 1 (1 = fair)")
@@ -181,7 +184,7 @@ class RevealedDesign(Design):
             if not set(o.split("+")) <= known:
                 raise InputError(f"observations: unknown {o!r}; use {', '.join(SINGLE_OBSERVATIONS)} "
                                  "or pairs joined by '+'")
-        if not self.channels or not self.scenarios or not self.variants:
+        if not all((self.channels, self.scenarios, self.variants)):
             raise InputError("a design needs at least one scenario, variant and channel")
         if self.n_samples < 1:
             raise InputError("n_samples must be at least 1")
@@ -677,14 +680,14 @@ class RevealedBeliefEnv(TextEnv[RevealedDesign, RevealedSessions]):
         stimulus["target"] = sessions.target
         stimulus["correct_option"] = sessions.correct
         ex = outcomes.extra
-        lp = (ex["logprobs"] if "logprobs" in ex else np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, -1)
-        method = (ex["method"] if "method" in ex else np.full((n, t), -1)).reshape(-1)
+        lp = ex.get("logprobs", np.full((n, t, MAX_OUTCOMES), np.nan)).reshape(n * t, -1)
+        method = ex.get("method", np.full((n, t), -1)).reshape(-1)
         stimulus.update(_list_columns(design, item.reshape(-1), channel.reshape(-1), sessions.correct.reshape(-1),
                                       sessions.mcq_values.reshape(n * t, 5), lp, (n, t)))
-        stimulus["mass_outside"] = ex["mass_outside"] if "mass_outside" in ex else np.full((n, t), np.nan)
+        stimulus["mass_outside"] = ex.get("mass_outside", np.full((n, t), np.nan))
         stimulus["method"] = (pd.Categorical.from_codes(method, categories=list(METHODS)) if (method >= 0).all()
                               else strings(np.where(method >= 0, method, len(METHODS)), (*METHODS, None)))
-        stimulus["n_samples"] = ex["n_samples"] if "n_samples" in ex else np.zeros((n, t), dtype=np.int64)
+        stimulus["n_samples"] = ex.get("n_samples", np.zeros((n, t), dtype=np.int64))
         return finish_table(EXPERIMENT, {**stimulus, **outcome_columns(outcomes)}, agent=agent, params=params)
 
 

@@ -114,6 +114,11 @@ def format_outcome(value: float) -> str:
     return str(int(v)) if v.is_integer() else repr(v)
 
 
+def _check_pair(pair: Pair) -> None:
+    if len(pair) != 4 or any(not math.isfinite(x) or abs(x) > MAX_OUTCOME for x in pair):
+        raise InputError(f"a lottery pair is four finite outcomes of magnitude <= {MAX_OUTCOME:g}, got {pair!r}")
+
+
 class RiskyDesign(Design, AdaptiveFields):
     """Design of the task; defaults: Spektor et al. (2024) Experiment 2 (see the module docstring).
 
@@ -140,9 +145,7 @@ class RiskyDesign(Design, AdaptiveFields):
             raise InputError(f"every context must hold as many pairs (one session each), got {[len(c) for c in v]}")
         for c in v:
             for pair in c:
-                if len(pair) != 4 or any(not math.isfinite(x) or abs(x) > MAX_OUTCOME for x in pair):
-                    raise InputError(f"a lottery pair is four finite outcomes of magnitude <= {MAX_OUTCOME:g}, "
-                                     f"got {pair!r}")
+                _check_pair(pair)
         return v
 
     @model_validator(mode="after")

@@ -249,7 +249,6 @@ class MetricsSpec:
         """This spec called on the first n units of ``trials`` (subject ids below n) for each n of
         ``sizes``: through :attr:`prefixes` where the experiment has it (same values to rounding),
         else one call per prefix."""
-        from cogtestbed.no_data import apply_unidentified, null_nonfinite
         from cogtestbed.schema import canonical_rows
 
         fast = self.prefixes(canonical_rows(trials), list(sizes), **options) if self.prefixes is not None else None
@@ -262,11 +261,17 @@ class MetricsSpec:
             if fast is None or fast[i] is None or not has_data or checks is None:  # no data: the spec's own result
                 out.append(self(trials[subject < n], **options))
             else:  # the rule of _checked, from the table's answers found once
-                found = checks.at(n)
-                result = dict(fast[i]) if found is None else apply_unidentified(
-                    dict(fast[i]), self.unidentified, found[0], found[1], self.unit)
-                out.append(cast(MetricsResult, null_nonfinite(result)))
+                out.append(self._prefix_checked(fast[i], checks.at(n)))
         return out
+
+    def _prefix_checked(self, result: MetricsResult, found: tuple[str | None, dict[Any, str]] | None
+                        ) -> MetricsResult:
+        """:meth:`_checked`'s rule on a prefix's fast result, from the answers :class:`_PrefixChecks` found."""
+        from cogtestbed.no_data import apply_unidentified, null_nonfinite
+
+        out = dict(result) if found is None else apply_unidentified(
+            dict(result), self.unidentified, found[0], found[1], self.unit)
+        return cast(MetricsResult, null_nonfinite(out))
 
     def resolve(self, name: str) -> str:
         """The headline key ``name`` or its alias names (unchanged when it is neither)."""
@@ -555,13 +560,13 @@ class ExperimentSpec:
 
     def _declared_problems(self) -> list[str]:
         """The errors visible without importing the lazy pieces."""
+        out = [f"model {model!r} has no generator" for model in self.models if model not in self.generators]
+        out += [f"generator declared for unknown model {model!r}" for model in self.generators
+                if model not in self.models]
+        return out + self._table_and_study_problems()
+
+    def _table_and_study_problems(self) -> list[str]:
         out: list[str] = []
-        for model in self.models:
-            if model not in self.generators:
-                out.append(f"model {model!r} has no generator")
-        for model in self.generators:
-            if model not in self.models:
-                out.append(f"generator declared for unknown model {model!r}")
         from cogtestbed.schema import TrialSchema
 
         if self.table_schema is not None and not isinstance(self.table_schema, TrialSchema):
@@ -586,13 +591,7 @@ class ExperimentSpec:
         for model, gen in self.generators.items():
             if model in self.models and gen.agent not in agents:
                 out.append(f"generator of {model!r} names unknown agent {gen.agent!r}")
-        from cogtestbed.schema import TrialSchema
-
-        declared = getattr(env_cls, "table_schema", None)
-        if not isinstance(declared, TrialSchema):
-            out.append(f"{env_cls.__name__} declares no table_schema (a TrialSchema)")
-        elif self.table_schema is not None and declared is not self.table_schema:
-            out.append(f"{env_cls.__name__}.table_schema is not the spec's table_schema")
+        out += self._schema_problems(env_cls)
         fields_ = getattr(env_cls.design_cls, "model_fields", {})
         if self.trials_field is not None and self.trials_field not in fields_:
             out.append(f"trials_field {self.trials_field!r} is not a field of {env_cls.design_cls.__name__}")
@@ -600,6 +599,16 @@ class ExperimentSpec:
             if s.agent is not None and s.agent not in agents:
                 out.append(f"{s.kind} study names unknown agent {s.agent!r}")
         return out
+
+    def _schema_problems(self, env_cls: type[TextEnv[Any, Any]]) -> list[str]:
+        from cogtestbed.schema import TrialSchema
+
+        declared = getattr(env_cls, "table_schema", None)
+        if not isinstance(declared, TrialSchema):
+            return [f"{env_cls.__name__} declares no table_schema (a TrialSchema)"]
+        if self.table_schema is not None and declared is not self.table_schema:
+            return [f"{env_cls.__name__}.table_schema is not the spec's table_schema"]
+        return []
 
     def _study_problems(self, s: StudyDecl) -> list[str]:
         out = []
@@ -643,17 +652,11 @@ class ExperimentSpec:
         again (:meth:`Importer.load_as`; None: its default, ``refuse``)."""
         from cogtestbed.memory import reading_input
         from cogtestbed.schema import TrialTableError, validate_trials
-        from cogtestbed.trials import read_trial_file
 
         if not path.exists():
             raise FileNotFoundError(f"no such file: {path}")
         if source == "trials" or (source == "auto" and path.suffix == ".parquet"):
-            if sessions is not None:
-                raise InputError(f"`sessions` applies to published files read through an importer, not to the "
-                                 f"trial table {path.name} (its sessions are its own)")
-            with reading_input(path):  # a large file: refused in one line with its estimate, or its progress shown
-                table = read_trial_file(path)
-            return validate_trials(table, self.schema, self.name, source=path), "trials"
+            return self._read_trial_table(path, sessions), "trials"
         if source == "auto":
             readers = self.all_importers
             found = next((imp for imp in readers.values() if imp.sniff(path)), None)
@@ -666,6 +669,18 @@ class ExperimentSpec:
         with reading_input(path):
             table = importer.load_as(path, sessions)
         return validate_trials(table, self.schema, self.name, source=path, file_columns=importer.file_columns), source
+
+    def _read_trial_table(self, path: Path, sessions: str | None) -> pd.DataFrame:
+        from cogtestbed.memory import reading_input
+        from cogtestbed.schema import validate_trials
+        from cogtestbed.trials import read_trial_file
+
+        if sessions is not None:
+            raise InputError(f"`sessions` applies to published files read through an importer, not to the "
+                             f"trial table {path.name} (its sessions are its own)")
+        with reading_input(path):  # a large file: refused in one line with its estimate, or its progress shown
+            table = read_trial_file(path)
+        return validate_trials(table, self.schema, self.name, source=path)
 
     def metric_option(self, name: str) -> MetricOption:
         try:

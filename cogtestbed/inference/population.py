@@ -118,6 +118,9 @@ class Population(BaseModel):
         lengths = {len(v) for v in (*self.mu.values(), *self.sigma.values())}
         if len(lengths) != 1 or lengths.pop() < 2:
             raise PopulationError(f"population {self.name}: every parameter needs the same number (>= 2) of draws")
+        return self._check_values()
+
+    def _check_values(self) -> Population:
         negative = [k for k, v in self.sigma.items() if any(s < 0 for s in v)]
         if negative:
             raise PopulationError(f"population {self.name}: field sigma.{negative[0]}: a population SD draw is "

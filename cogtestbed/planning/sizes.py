@@ -83,6 +83,11 @@ class Sizes:
             return cls._checked(name, given, given, None)
         if isinstance(given, str):
             return cls._text(given, name)
+        return cls._of_sequence(given, name)
+
+    @classmethod
+    def _of_sequence(cls, given: Any, name: str) -> Sizes:
+        """A (lo, hi) pair or a sequence of listed sizes."""
         if isinstance(given, tuple) and len(given) == 2 and all(_integral(v) for v in given):
             return cls._checked(name, int(given[0]), int(given[1]), None)
         if isinstance(given, Sequence) and given and all(_integral(v) for v in given):

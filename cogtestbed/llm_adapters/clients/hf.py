@@ -182,6 +182,23 @@ def _is_image_text_to_text(name: str) -> bool:
     return AutoConfig.from_pretrained(name).model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
 
+def _load_hub_model(name: str, torch_dtype: Any) -> tuple[Any, Any, Any]:
+    """(model, tokenizer, processor) of a hub id or local directory; the processor only for an
+    image-text-to-text model (else None).  One line where it cannot be loaded."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+
+    try:
+        if _is_image_text_to_text(name):
+            processor = AutoProcessor.from_pretrained(name)
+            model = AutoModelForImageTextToText.from_pretrained(name, dtype=torch_dtype)
+            return model, processor.tokenizer, processor
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        return AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype), tokenizer, None
+    except (OSError, ValueError, KeyError) as exc:  # unknown id, no network, not a causal LM
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise BackendUnavailable(f"hf:{name}: cannot load the model ({first}); give a hub id or a "
+                                 "local directory, or hf:tiny-random") from None
+
 
 def silence_past_key_values_notice() -> None:
     """Ignore transformers' FutureWarning that ``past_key_values`` is deprecated (printed on every scored
@@ -189,6 +206,7 @@ def silence_past_key_values_notice() -> None:
     which the pinned transformers takes); that one warning only, installed once (``warnings`` drops a
     repeated filter)."""
     warnings.filterwarnings("ignore", message=r"`past_key_values` is deprecated", category=FutureWarning)
+
 
 class HFClient(LLMClient):
     """A local ``transformers`` causal LM (see module docstring)."""
@@ -288,25 +306,11 @@ class HFClient(LLMClient):
         if name == SMOLLM2:
             return cls.smollm2(chat=chat, device=device)
         torch = _torch()
-        from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
-
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         # bf16 on the GPU as CogBench ran its HF models; float32 on the CPU (bf16 matmuls are slow).
         torch_dtype: Any = (torch.bfloat16 if device.startswith("cuda") else torch.float32) \
             if dtype == "auto" else getattr(torch, dtype)
-        processor = None
-        try:
-            if _is_image_text_to_text(name):
-                processor = AutoProcessor.from_pretrained(name)
-                tokenizer = processor.tokenizer
-                model = AutoModelForImageTextToText.from_pretrained(name, dtype=torch_dtype)
-            else:
-                tokenizer = AutoTokenizer.from_pretrained(name)
-                model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype)
-        except (OSError, ValueError, KeyError) as exc:  # unknown id, no network, not a causal LM
-            first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-            raise BackendUnavailable(f"hf:{name}: cannot load the model ({first}); give a hub id or a "
-                                     "local directory, or hf:tiny-random") from None
+        model, tokenizer, processor = _load_hub_model(name, torch_dtype)
         revision = getattr(model.config, "_commit_hash", None) or ""
         return cls(model, tokenizer, name, chat=chat, device=device,
                    fingerprint=f"{revision}:{torch_dtype}", processor=processor)
@@ -529,11 +533,8 @@ class HFClient(LLMClient):
             return joint[len(context_ids):], False
         return list(self.tokenizer(continuation, add_special_tokens=False)["input_ids"]), True
 
-    def score_sync(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
-        """Exact teacher-forced log-probabilities (see module docstring); ``raw``: a text context
-        is scored as is, even on a chat model."""
-        if not continuations:
-            raise InputError("score needs at least one continuation")
+    def _context_ids(self, context: Prompt, raw: bool) -> tuple[str, list[int], bool]:
+        """The scored context's text, its tokens, and whether it was rendered with the chat template."""
         if raw and not isinstance(context, str):
             raise InputError("a raw score takes a text context")
         rendered_chat = not isinstance(context, str) or (self.chat and not raw)
@@ -542,6 +543,14 @@ class HFClient(LLMClient):
         if not ctx_ids:
             raise InputError("the context has no tokens (and the tokenizer adds no BOS): nothing "
                              "to condition the first continuation token on")
+        return text, ctx_ids, rendered_chat
+
+    def score_sync(self, context: Prompt, continuations: Sequence[str], raw: bool = False) -> ScoreResult:
+        """Exact teacher-forced log-probabilities (see module docstring); ``raw``: a text context
+        is scored as is, even on a chat model."""
+        if not continuations:
+            raise InputError("score needs at least one continuation")
+        text, ctx_ids, rendered_chat = self._context_ids(context, raw)
         conts, merged = [], []
         for cont in continuations:
             cont_ids, was_merged = self.continuation_ids(ctx_ids, text, cont, rendered_chat)

@@ -76,6 +76,46 @@ def openai_messages(request: GenerateRequest) -> list[dict[str, Any]]:
         out.append({"role": m["role"], "content": parts})
     return out
 
+def _request_options(request: GenerateRequest, sends_stop: bool) -> dict[str, Any]:
+    """The stop sequences (where the model takes them; else applied to the text, :func:`apply_stop`), seed and
+    reasoning effort a request sets."""
+    options: dict[str, Any] = {}
+    if request.stop and sends_stop:
+        options["stop"] = list(request.stop)
+    if request.seed is not None:
+        options["seed"] = request.seed
+    if request.reasoning_effort is not None:
+        options["reasoning_effort"] = request.reasoning_effort
+    return options
+
+
+def _completion_fields(request: GenerateRequest) -> dict[str, Any]:
+    """A completions body's raw prompt, completion limit and log-probability field."""
+    if request.is_chat:
+        raise InputError("mode='completions' takes a raw prompt, not chat messages")
+    fields: dict[str, Any] = {"prompt": request.prompt, "max_tokens": request.max_tokens}
+    if request.top_logprobs is not None:
+        fields["logprobs"] = request.top_logprobs
+    return fields
+
+
+def _chat_logprobs(choice: Any, request: GenerateRequest) -> list[TokenLogprob] | None:
+    """The token log-probabilities of a chat choice (None: not asked or not returned)."""
+    if request.top_logprobs is None or not choice.logprobs or not choice.logprobs.content:
+        return None
+    return [TokenLogprob(t.token, t.logprob, {a.token: a.logprob for a in t.top_logprobs})
+            for t in choice.logprobs.content]
+
+
+def _completion_logprobs(choice: Any, request: GenerateRequest) -> list[TokenLogprob] | None:
+    """The token log-probabilities of a completions choice (None: not asked or not returned)."""
+    lp = choice.logprobs
+    if request.top_logprobs is None or lp is None or not lp.tokens:
+        return None
+    tops = lp.top_logprobs or [{}] * len(lp.tokens)
+    return [TokenLogprob(t, float(v), dict(top or {}))
+            for t, v, top in zip(lp.tokens, lp.token_logprobs, tops, strict=False)]
+
 
 class OpenAIClient(LLMClient):
     """Chat or completions against an OpenAI-compatible endpoint (see module docstring)."""
@@ -177,6 +217,10 @@ class OpenAIClient(LLMClient):
                                f"({describe_error(exc)})", 401) from exc
         except self._openai.APIStatusError:
             return
+        self._check_listing(listing)
+
+    def _check_listing(self, listing: Any) -> None:
+        """Note the served model's identity from a ``GET /models`` listing; refuse a model it does not list."""
         entries = list(getattr(listing, "data", []) or [])
         names = [m.id for m in entries]
         for entry in entries:
@@ -232,21 +276,10 @@ class OpenAIClient(LLMClient):
         reasoning = cap is not None and cap.is_reasoning
         if self.base_url is not None and self.sampling_extras and not reasoning:
             body.update(NEUTRAL_SAMPLING_EXTRAS)
-        if request.stop and (cap is None or cap.stop):
-            body["stop"] = list(request.stop)  # else applied to the text (apply_stop)
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.reasoning_effort is not None:
-            body["reasoning_effort"] = request.reasoning_effort
+        body.update(_request_options(request, cap is None or cap.stop))
         if self.mode == "chat":
-            body.update(self._chat_fields(request, reasoning))
-            return body
-        if request.is_chat:
-            raise InputError("mode='completions' takes a raw prompt, not chat messages")
-        body.update({"prompt": request.prompt, "max_tokens": request.max_tokens})
-        if request.top_logprobs is not None:
-            body["logprobs"] = request.top_logprobs
-        return body
+            return {**body, **self._chat_fields(request, reasoning)}
+        return {**body, **_completion_fields(request)}
 
     def _chat_fields(self, request: GenerateRequest, reasoning: bool) -> dict[str, Any]:
         """A chat body's messages, completion limit and log-probability fields."""
@@ -274,18 +307,10 @@ class OpenAIClient(LLMClient):
     def generation(self, resp: Any, request: GenerateRequest) -> Generation:
         """The :class:`Generation` of a chat or completions response (the SDK's typed object)."""
         choice = self._first_choice(resp)
-        logprobs: list[TokenLogprob] | None = None
         if self.mode == "chat":
-            text = choice.message.content or ""
-            if request.top_logprobs is not None and choice.logprobs and choice.logprobs.content:
-                logprobs = [TokenLogprob(t.token, t.logprob, {a.token: a.logprob for a in t.top_logprobs})
-                            for t in choice.logprobs.content]
+            text, logprobs = choice.message.content or "", _chat_logprobs(choice, request)
         else:
-            text, lp = choice.text or "", choice.logprobs
-            if request.top_logprobs is not None and lp is not None and lp.tokens:
-                tops = lp.top_logprobs or [{}] * len(lp.tokens)
-                logprobs = [TokenLogprob(t, float(v), dict(top or {}))
-                            for t, v, top in zip(lp.tokens, lp.token_logprobs, tops, strict=False)]
+            text, logprobs = choice.text or "", _completion_logprobs(choice, request)
         text, _ = apply_stop(text, request.stop)
         fingerprint = getattr(resp, "system_fingerprint", None)
         if isinstance(fingerprint, str) and fingerprint:

@@ -316,9 +316,7 @@ class Budget:
     def _settled(self, ledger_id: str, usd: float, billed: bool, prompt_tokens: int, completion_tokens: int,
                  reasoning_tokens: int | None, answered: int, *totals: Budget | Spend) -> None:
         """Add a billed call's tokens to ``totals`` and write its settlement to the ledger."""
-        known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
-        hidden = reasoning_tokens if billed and known and reasoning_tokens is not None else 0
-        unknown = int(billed and not known)
+        hidden, unknown = _reasoning_counts(billed, reasoning_tokens)
         for t in totals if billed else ():
             t.prompt_tokens += prompt_tokens
             t.completion_tokens += completion_tokens
@@ -413,3 +411,10 @@ def read_ledger(lines: Iterable[str]) -> Spend:
     spend.answered += len(open_)
     spend.cost += sum(open_.values())
     return spend
+
+
+def _reasoning_counts(billed: bool, reasoning_tokens: int | None) -> tuple[int, int]:
+    """(hidden reasoning tokens, 1 where a billed call reported none) of a settled call."""
+    known = isinstance(reasoning_tokens, int) and reasoning_tokens >= 0
+    hidden = reasoning_tokens if billed and known and reasoning_tokens is not None else 0
+    return hidden, int(billed and not known)

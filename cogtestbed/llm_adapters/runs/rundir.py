@@ -153,15 +153,7 @@ class RunDir:
         try:
             check_run_dir(path, resume)  # again, under the lock (another run may have started)
             if resume:
-                self.stored = _read_json(path / CONFIG_FILE)
-                self.manifest = dict(self.stored)
-                diff = identity_differences(config, self.stored.get("config", {}))
-                if diff:
-                    raise ResumeMismatch(f"`resume`: {path} was run with different settings ({', '.join(diff)}); "
-                                      f"only {', '.join(TRANSPORT_FIELDS)} may change")
-                why = endpoint_change(endpoint, self.stored.get("endpoint"))
-                if why is not None:
-                    raise ResumeMismatch(f"`resume`: {path} {why}")
+                self._resume_stored(config, endpoint)
             self.manifest.update(config=dict(config), transport=dict(transport or {}), status="running",
                                  error=None, versions=package_versions())  # of this (latest) invocation
             if request is not None:
@@ -174,6 +166,19 @@ class RunDir:
             self.abandon()
             raise
         return self
+
+    def _resume_stored(self, config: Mapping[str, Any], endpoint: Mapping[str, Any] | None) -> None:
+        """Read the stored manifest on resume; refuse another identity or endpoint."""
+        path = self.path
+        self.stored = _read_json(path / CONFIG_FILE)
+        self.manifest = dict(self.stored)
+        diff = identity_differences(config, self.stored.get("config", {}))
+        if diff:
+            raise ResumeMismatch(f"`resume`: {path} was run with different settings ({', '.join(diff)}); "
+                                 f"only {', '.join(TRANSPORT_FIELDS)} may change")
+        why = endpoint_change(endpoint, self.stored.get("endpoint"))
+        if why is not None:
+            raise ResumeMismatch(f"`resume`: {path} {why}")
 
     # -- budget ------------------------------------------------------------------------------
     def budget_limits(self, max_calls: int | None, max_cost: float | None,

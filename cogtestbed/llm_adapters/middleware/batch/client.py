@@ -141,17 +141,7 @@ class BatchClient(Layer):
         cache, and the play that follows reads them as this run's calls (:attr:`fetched_ahead`).
         Requests already in the cache and repeats are not sent.  A line the budget refuses is left to
         the play (whose admission decides); any other failure stops the run.  Returns the lines sent."""
-        from cogtestbed.llm_adapters.middleware.cache import cache_key
-
-        assert self.attached is not None
-        loop = asyncio.get_running_loop()
-        wave: dict[str, _Pending] = {}
-        for subject, request in requests:
-            key = cache_key(self, request, self.attached.shared)
-            if key in wave or self.attached.cache.get(key) is not None:
-                continue
-            wave[key] = _Pending(request, key, self.inner.prompt_token_bound(request.prompt), subject,
-                                 loop.create_future())
+        wave = self._wave_ahead(requests)
         if not wave:
             return 0
         live, self.live = self.live, 0  # re-asked lines go out at once: no subject plays yet
@@ -168,6 +158,21 @@ class BatchClient(Layer):
         if failures:
             raise failures[0]
         return len(wave)
+
+    def _wave_ahead(self, requests: list[tuple[int, GenerateRequest]]) -> dict[str, _Pending]:
+        """The lines :meth:`fetch_ahead` sends, by cache key: neither cached nor repeated."""
+        from cogtestbed.llm_adapters.middleware.cache import cache_key
+
+        assert self.attached is not None
+        loop = asyncio.get_running_loop()
+        wave: dict[str, _Pending] = {}
+        for subject, request in requests:
+            key = cache_key(self, request, self.attached.shared)
+            if key in wave or self.attached.cache.get(key) is not None:
+                continue
+            wave[key] = _Pending(request, key, self.inner.prompt_token_bound(request.prompt), subject,
+                                 loop.create_future())
+        return wave
 
     # -- generating ------------------------------------------------------------------------------
     async def agenerate(self, request: GenerateRequest) -> Generation:
@@ -248,10 +253,8 @@ class BatchClient(Layer):
         number, tag = record.next_wave(), uuid.uuid4().hex
         ids = {f"w{number}-{j}": p for j, p in enumerate(booked)}
         lines = [self.provider.line(cid, p.request) for cid, p in ids.items()]  # built before anything is sent
-        record.write({"event": "submit", "wave": number, "tag": tag, "lines": [
-            {"custom_id": cid, "key": p.key, "request": p.request.to_json(), "bound": p.bound,
-             "ledger_id": p.booking.ledger_id if p.booking else None,
-             "worst_usd": p.booking.worst.usd if p.booking else 0.0} for cid, p in ids.items()]})
+        record.write({"event": "submit", "wave": number, "tag": tag,
+                      "lines": [_submitted(cid, p) for cid, p in ids.items()]})
         self.stats["waves"] += 1
         self.stats["lines"] += len(lines)
         for p in booked:
@@ -259,9 +262,7 @@ class BatchClient(Layer):
         try:
             batch_id = await self.provider.submit(lines, tag)
         except InputError:  # no batch API: nothing was created, nothing billed
-            for p in booked:
-                self.attached.budget.settle(p.booking, 0, 0, succeeded=False)  # type: ignore[arg-type]
-                p.booking, p.in_flight = None, False
+            self._unbook(booked)
             record.write({"event": "done", "wave": number, "created": False})
             raise
         record.write({"event": "created", "wave": number, "batch_id": batch_id})
@@ -269,6 +270,13 @@ class BatchClient(Layer):
         for cid, p in ids.items():
             self._settle(p, outcomes[cid])
         record.write({"event": "done", "wave": number})
+
+    def _unbook(self, booked: list[_Pending]) -> None:
+        """Settle unsent lines at nothing: their batch was never created."""
+        assert self.attached is not None
+        for p in booked:
+            self.attached.budget.settle(p.booking, 0, 0, succeeded=False)  # type: ignore[arg-type]
+            p.booking, p.in_flight = None, False
 
     async def _collect(self, batch_id: str, requests: Mapping[str, GenerateRequest]) -> dict[str, LineOutcome]:
         """Poll ``batch_id`` until it ends (a progress line whenever its counts change); the outcome of
@@ -302,27 +310,9 @@ class BatchClient(Layer):
         ``failed`` (the provider runs nothing of a batch that fails validation), else billed at its worst
         case (the provider may have run it).  One warning line each for requests without a result,
         answers without usage and conflicting answers."""
-        out = dict(found)
-        missing = [cid for cid in requests if cid not in found]
-        if status.state == "failed":
-            logger.warning("%s", f"batch {batch_id} failed ({status.reason}): its {len(missing)} requests without "
-                                 "a result are asked again (a failed batch runs nothing)")
-            for cid in missing:
-                out[cid] = LineOutcome(retry=f"batch failed: {status.reason}")
-        elif missing:
-            logger.warning("%s", f"batch {batch_id} ({status.state}): {len(missing)} of {len(requests)} requests have "
-                                 "no result line: each is booked at its worst case and asked again")
-            for cid in missing:
-                out[cid] = LineOutcome(retry="no result line for this request", billed=True, unknown_usage=True)
-        no_usage = [cid for cid, o in out.items() if o.generation is not None and (
-            o.generation.prompt_tokens is None or o.generation.completion_tokens is None)]
-        if no_usage:
-            logger.warning("%s", f"batch {batch_id}: {len(no_usage)} answers report no usage: each is booked at "
-                                 "its worst case")
-        for o in out.values():
-            if o.conflict:
-                logger.warning("%s", f"batch {batch_id}: {o.conflict}: refused (booked at its worst case)")
-        self.stats["unknown_usage"] += sum(1 for o in out.values() if o.unknown_usage) + len(no_usage)
+        out = {**found, **_missing_outcomes(batch_id, status, [cid for cid in requests if cid not in found],
+                                            len(requests))}
+        self.stats["unknown_usage"] += sum(1 for o in out.values() if o.unknown_usage) + _warn_answers(batch_id, out)
         return out
 
     def _settle(self, p: _Pending, outcome: LineOutcome) -> None:
@@ -390,8 +380,7 @@ class BatchClient(Layer):
         open_ids = open_ledger_ids(self.attached.ledger)
         for line in lines:
             outcome = outcomes.get(line["custom_id"]) or LineOutcome(retry="not collected")
-            gen, worst = outcome.generation, self._worst_tokens(line)
-            usage = (_usage(gen, *worst) if gen is not None else worst if outcome.unknown_usage else (0, 0))
+            gen, usage = outcome.generation, self._recovered_usage(line, outcome)
             if gen is not None:
                 self.attached.cache.put_json(line["key"], self, line["request"], gen.to_json())
                 self.stats["recovered_answers"] += 1
@@ -399,6 +388,13 @@ class BatchClient(Layer):
                 budget.settle_orphan(str(line["ledger_id"]), float(line.get("worst_usd") or 0.0), *usage,
                                      billed=gen is not None or outcome.billed,
                                      reasoning_tokens=None if gen is None else gen.reasoning_tokens)
+
+    def _recovered_usage(self, line: Mapping[str, Any], outcome: LineOutcome) -> tuple[int, int]:
+        """The tokens a recovered line settles: its answer's usage, its worst case where that is unknown, else 0."""
+        worst = self._worst_tokens(line)
+        if outcome.generation is not None:
+            return _usage(outcome.generation, *worst)
+        return worst if outcome.unknown_usage else (0, 0)
 
     def _worst_tokens(self, line: Mapping[str, Any]) -> tuple[int, int]:
         """A recorded line's worst case in tokens: its prompt bound and ``max_tokens`` (a record made
@@ -410,6 +406,41 @@ class BatchClient(Layer):
         if price is None or price.output <= 0:
             return 0, int(line["request"]["max_tokens"])
         return 0, math.ceil(float(line.get("worst_usd") or 0.0) * 1e6 / price.output - 1e-9)
+
+
+def _missing_outcomes(batch_id: str, status: BatchStatus, missing: list[str], n_requests: int
+                      ) -> dict[str, LineOutcome]:
+    """The outcomes of the requests without a result line: never run where the batch ``failed``, else billed
+    at their worst case; one warning line."""
+    if status.state == "failed":
+        logger.warning("%s", f"batch {batch_id} failed ({status.reason}): its {len(missing)} requests without "
+                             "a result are asked again (a failed batch runs nothing)")
+        return {cid: LineOutcome(retry=f"batch failed: {status.reason}") for cid in missing}
+    if missing:
+        logger.warning("%s", f"batch {batch_id} ({status.state}): {len(missing)} of {n_requests} requests have "
+                             "no result line: each is booked at its worst case and asked again")
+    return {cid: LineOutcome(retry="no result line for this request", billed=True, unknown_usage=True)
+            for cid in missing}
+
+
+def _warn_answers(batch_id: str, out: Mapping[str, LineOutcome]) -> int:
+    """One warning line for the answers that report no usage (their number, returned) and one per conflict."""
+    no_usage = [cid for cid, o in out.items() if o.generation is not None and (
+        o.generation.prompt_tokens is None or o.generation.completion_tokens is None)]
+    if no_usage:
+        logger.warning("%s", f"batch {batch_id}: {len(no_usage)} answers report no usage: each is booked at "
+                             "its worst case")
+    for o in out.values():
+        if o.conflict:
+            logger.warning("%s", f"batch {batch_id}: {o.conflict}: refused (booked at its worst case)")
+    return len(no_usage)
+
+
+def _submitted(custom_id: str, p: _Pending) -> dict[str, Any]:
+    """A submitted line as the wave's record keeps it."""
+    return {"custom_id": custom_id, "key": p.key, "request": p.request.to_json(), "bound": p.bound,
+            "ledger_id": p.booking.ledger_id if p.booking else None,
+            "worst_usd": p.booking.worst.usd if p.booking else 0.0}
 
 
 def _usage(gen: Generation, bound: int, max_tokens: int) -> tuple[int, int]:

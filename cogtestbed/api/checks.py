@@ -103,11 +103,16 @@ def _hint_text(hint: Any) -> str:
         return "one of " + ", ".join(repr(a) for a in args)
     origin = typing.get_origin(hint)
     if origin is not None:
-        name = {cabc.Sequence: "a list", cabc.Mapping: "a mapping", tuple: "a tuple", list: "a list",
-                dict: "a dict", cabc.Callable: "a callable", os.PathLike: "a path"}.get(origin, origin.__name__)
-        return f"{name} of {', '.join(_hint_text(a) for a in args if a is not Ellipsis)}" if args and \
-            origin not in (cabc.Callable, os.PathLike) else name
+        return _generic_text(origin, args)
     return getattr(hint, "__name__", str(hint))
+
+
+def _generic_text(origin: Any, args: tuple[Any, ...]) -> str:
+    """A generic type as a message names it (``a list of int``)."""
+    name = {cabc.Sequence: "a list", cabc.Mapping: "a mapping", tuple: "a tuple", list: "a list",
+            dict: "a dict", cabc.Callable: "a callable", os.PathLike: "a path"}.get(origin, origin.__name__)
+    return f"{name} of {', '.join(_hint_text(a) for a in args if a is not Ellipsis)}" if args and \
+        origin not in (cabc.Callable, os.PathLike) else name
 
 
 def _is_number(value: Any, integral: bool) -> bool:
@@ -125,17 +130,29 @@ def matches(value: Any, hint: Any) -> bool:
         return True
     if hint is None or hint is type(None):
         return value is None
-    if getattr(hint, "_by_name", False):
-        return any(c.__name__ == hint.__name__ for c in type(value).__mro__)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return any(matches(value, a) for a in args)
-    if origin is typing.Literal:  # a text choice: the function names its choices itself (as the option)
-        if isinstance(value, str) and all(isinstance(a, str) for a in args):
-            return True
-        return any(type(value) is type(a) and value == a for a in args)
+    if origin is typing.Literal:
+        return _matches_literal(value, args)
     if origin is not None:
         return _matches_generic(value, origin, args)
+    return _matches_class(value, hint)
+
+
+def _matches_literal(value: Any, args: tuple[Any, ...]) -> bool:
+    """Whether ``value`` is one of a ``Literal``'s ``args``; any text for a text choice (the function names its
+    choices itself, as the option)."""
+    if isinstance(value, str) and all(isinstance(a, str) for a in args):
+        return True
+    return any(type(value) is type(a) and value == a for a in args)
+
+
+def _matches_class(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the plain (not generic) type ``hint`` (a numpy bool a bool, a number an int or float;
+    a name imported only for type checking: a class of that name in the value's MRO)."""
+    if getattr(hint, "_by_name", False):
+        return any(c.__name__ == hint.__name__ for c in type(value).__mro__)
     if hint is bool:
         return isinstance(value, bool) or type(value).__name__ == "bool_"
     if hint in (int, float):
@@ -205,6 +222,17 @@ def check_argument(function: str, name: str, value: Any, hint: Any = Any, declar
     where = f"{function}(): {name}"
     if not matches(value, hint):
         raise InputError(f"{where} must be {_hint_text(hint)}, got {_shown(value)}")
+    _check_numbers(function, name, value, declared)
+    if type(value).__name__ == "DataFrame":
+        if getattr(value, "empty", False):
+            raise DataError(f"{where} is an empty table (no rows or no columns)")
+        from cogtestbed.schema import refuse_duplicated_column_names
+
+        refuse_duplicated_column_names(value.columns, where)
+
+
+def _check_numbers(function: str, name: str, value: Any, declared: Range | None) -> None:
+    """Refuse a NaN or infinite number in ``value``, or one outside :data:`RANGES` or ``declared``."""
     numbers = _numbers(value)
     if any(not math.isfinite(x) for x in numbers):
         raise InputError(f"{function}(): `{name}` must be a finite number, got {_one_line(repr(value))}")
@@ -212,12 +240,6 @@ def check_argument(function: str, name: str, value: Any, hint: Any = Any, declar
         bad = [x for x in numbers if allowed is not None and not allowed.holds(x)]
         if allowed is not None and bad:  # a field: the command line (which calls this function) names its flag
             raise InputError(f"{function}(): `{name}` must be in {allowed.text()}, got {bad[0]:g}")
-    if type(value).__name__ == "DataFrame":
-        if getattr(value, "empty", False):
-            raise DataError(f"{where} is an empty table (no rows or no columns)")
-        from cogtestbed.schema import refuse_duplicated_column_names
-
-        refuse_duplicated_column_names(value.columns, where)
 
 
 def check_path(function: str, name: str, value: Any) -> None:
@@ -298,6 +320,26 @@ def model_first(field: str, data: str | None = None) -> Legacy:
     return rewrite
 
 
+def _check_call(name: str, signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any],
+                hints: dict[str, Any], paths: tuple[str, ...]) -> None:
+    """Check a call's arguments against ``signature``'s type ``hints`` (the ``**options`` its
+    :data:`RANGES` names) and the ``paths`` it reads; the first problem an :class:`InputError`."""
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise InputError(f"{name}(): {exc}") from None
+    for arg, value in bound.arguments.items():
+        kind = signature.parameters[arg].kind
+        if kind is inspect.Parameter.VAR_KEYWORD:  # **options: RANGES names (the function checks the rest)
+            for key, item in value.items():
+                if key in RANGES:
+                    check_argument(name, key, item)
+        elif kind is not inspect.Parameter.VAR_POSITIONAL:
+            check_argument(name, arg, value, hints.get(arg, Any))
+        if arg in paths:
+            check_path(name, arg, value)
+
+
 def public(paths: tuple[str, ...] = (), legacy: Legacy | None = None) -> Callable[[F], F]:
     """Decorate a public function of ``ct.`` with the checks of this module; ``paths`` names its
     arguments that are files or folders it reads (a string or path there must exist); ``legacy``
@@ -315,20 +357,7 @@ def public(paths: tuple[str, ...] = (), legacy: Legacy | None = None) -> Callabl
                 resolved = _hints(func)
             if legacy is not None:
                 args, kwargs = legacy(args, kwargs)
-            try:
-                bound = signature.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise InputError(f"{func.__name__}(): {exc}") from None
-            for name, value in bound.arguments.items():
-                kind = signature.parameters[name].kind
-                if kind is inspect.Parameter.VAR_KEYWORD:  # **options: RANGES names (the function checks the rest)
-                    for key, item in value.items():
-                        if key in RANGES:
-                            check_argument(func.__name__, key, item)
-                elif kind is not inspect.Parameter.VAR_POSITIONAL:
-                    check_argument(func.__name__, name, value, resolved.get(name, Any))
-                if name in paths:
-                    check_path(func.__name__, name, value)
+            _check_call(func.__name__, signature, args, kwargs, resolved, paths)
             try:
                 return func(*args, **kwargs)
             except ValueError as exc:  # pydantic's ValidationError (a design or option field): an InputError

@@ -270,10 +270,13 @@ class SequentialSection(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> SequentialSection:
-        k = len(self.sizes)
         check_spending(self.spending)
         if any(b <= a for a, b in zip(self.sizes, self.sizes[1:], strict=False)):
             raise InputError(f"sizes must increase from look to look, got {self.sizes}")
+        return self._bounds_declared()
+
+    def _bounds_declared(self) -> SequentialSection:
+        k = len(self.sizes)
         for name in ("efficacy", "futility", "efficacy_other"):
             bounds = getattr(self, name)
             if bounds is not None and len(bounds) != k:
@@ -283,6 +286,9 @@ class SequentialSection(BaseModel):
             raise InputError(f"looks is {looks!r} but sizes name {k} looks")
         if self.futility is not None and any(a > b + 1e-9 for a, b in zip(self.futility, self.efficacy, strict=True)):
             raise InputError("a futility bound lies above its look's efficacy bound")
+        return self._statistic_declared()
+
+    def _statistic_declared(self) -> SequentialSection:
         kind = self.statistic.get("kind")
         if kind not in STATISTIC_KINDS:
             raise InputError(f"statistic.kind must be one of {', '.join(STATISTIC_KINDS)}, got {kind!r}")

@@ -239,9 +239,8 @@ class Simulator:
         out, i = [], 0
         for group in calls:
             parts, i = results[i:i + len(group)], i + len(group)
-            out.append(Paths(np.concatenate([p.z for p in parts]), np.concatenate([p.est for p in parts]),
-                             sum(p.total for p in parts), sum(p.count for p in parts)))
-            self.subjects += sum(p.count for p in parts) if isinstance(jobs[0][0], PowerStudy) else 0
+            out.append(_joined(parts))
+            self.subjects += out[-1].count if isinstance(jobs[0][0], PowerStudy) else 0
         return out
 
     def _execute(self, flat: Sequence[tuple[Callable[..., Paths], tuple[Any, ...]]], reps: int) -> list[Paths]:
@@ -315,3 +314,9 @@ def calibrate_shift(scores: np.ndarray, side_level: float) -> float:
     below = float(s[c])
     above = float(s[c - 1]) if c >= 1 else below + 1e-3
     return (below + above) / 2 if above > below else float(np.nextafter(below, np.inf))
+
+
+def _joined(parts: Sequence[Paths]) -> Paths:
+    """One job's paths from its blocks' paths."""
+    return Paths(np.concatenate([p.z for p in parts]), np.concatenate([p.est for p in parts]),
+                 sum(p.total for p in parts), sum(p.count for p in parts))

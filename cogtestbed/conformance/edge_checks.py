@@ -98,6 +98,16 @@ def importer_conflict_problems(importer: Importer, path: Path, tmp: Path) -> lis
     return problems + keyed_problems(importer, path, rows, sep, tmp) if importer.key else problems
 
 
+def _identical_copy_problems(importer: Importer, path: Path, same: Path, where: str) -> list[str]:
+    """What an importer gets wrong on ``same``, ``path`` with an identical copy of a row: it must be dropped."""
+    try:
+        if not importer.load(same).equals(importer.load(path)):
+            return [f"{where}: an identical copy of a row changes the table"]
+    except Exception as exc:  # noqa: BLE001 - a refusal of an agreeing copy is the finding
+        return [f"{where}: an identical copy of a row is refused: {exc}"]
+    return []
+
+
 def keyed_problems(importer: Importer, path: Path, rows: list[list[str]], sep: str, tmp: Path) -> list[str]:
     """What an importer with a row key gets wrong on fabricated copies of the first row of ``path``
     (``rows``): an identical copy must be dropped, one differing in any column but those the source
@@ -105,12 +115,8 @@ def keyed_problems(importer: Importer, path: Path, rows: list[list[str]], sep: s
     header, problems = rows[0], []
     where = f"importer {importer.source!r} on {path.name}"
     key_idx = [header.index(k) for k in importer.key]
-    same = _write_rows(tmp / "same", path.name, [*rows, rows[1]], sep)
-    try:
-        if not importer.load(same).equals(importer.load(path)):
-            problems.append(f"{where}: an identical copy of a row changes the table")
-    except Exception as exc:  # noqa: BLE001 - a refusal of an agreeing copy is the finding
-        problems.append(f"{where}: an identical copy of a row is refused: {exc}")
+    problems += _identical_copy_problems(importer, path, _write_rows(tmp / "same", path.name, [*rows, rows[1]], sep),
+                                         where)
     key_text = ", ".join(f"{k} {rows[1][i]}" for k, i in zip(importer.key, key_idx, strict=True))
     for j, name in enumerate(header):
         if j in key_idx or name in importer.may_differ:

@@ -92,8 +92,6 @@ def check_batch_equals_step(spec: ExperimentSpec, config: CheckConfig) -> None:
     """For every agent, the batch kernel and the gymnasium step path give identical, schema-valid
     tables (per-subject, non-default parameters), without and with lapses (:data:`CHECK_LAPSE`)."""
     from cogtestbed.lapse import Lapse
-    from cogtestbed.registry import validate_table
-    from cogtestbed.schema import TrialTableError
     from cogtestbed.simulation import simulate
 
     design = small_design(spec, config)
@@ -111,17 +109,28 @@ def check_batch_equals_step(spec: ExperimentSpec, config: CheckConfig) -> None:
                                lapse=lapse, method="step")
         if table_bytes(lapsed) != table_bytes(lapsed_step):  # (equals() fails on NaN inside array cells)
             problems.append(f"agent {agent!r} with lapses {lapse}: {first_difference(lapsed, lapsed_step)}")
-        try:
-            validate_table(batch)
-        except TrialTableError as exc:
-            problems.append(f"agent {agent!r}: {exc}")
-        if not batch["experiment"].astype(str).eq(spec.name).all() or batch["subject"].nunique() != config.n_subjects:
-            problems.append(f"agent {agent!r}: the table is not {config.n_subjects} subjects of {spec.name!r}")
-        for name, values in params.items():
-            column = batch.get(f"param_{name}")
-            if column is None or not np.allclose(column.groupby(batch["subject"]).first().to_numpy(), values):
-                problems.append(f"agent {agent!r}: column param_{name} does not hold the generating values")
+        problems += _table_problems(spec, agent, batch, params, config.n_subjects)
     fail(problems, f"{spec.name}: batch and step paths differ")
+
+
+def _table_problems(spec: ExperimentSpec, agent: str, batch: Any, params: dict[str, np.ndarray],
+                    n_subjects: int) -> list[str]:
+    """What a simulated table gets wrong: its schema, its experiment and subjects, its generating parameters."""
+    from cogtestbed.registry import validate_table
+    from cogtestbed.schema import TrialTableError
+
+    problems = []
+    try:
+        validate_table(batch)
+    except TrialTableError as exc:
+        problems.append(f"agent {agent!r}: {exc}")
+    if not batch["experiment"].astype(str).eq(spec.name).all() or batch["subject"].nunique() != n_subjects:
+        problems.append(f"agent {agent!r}: the table is not {n_subjects} subjects of {spec.name!r}")
+    for name, values in params.items():
+        column = batch.get(f"param_{name}")
+        if column is None or not np.allclose(column.groupby(batch["subject"]).first().to_numpy(), values):
+            problems.append(f"agent {agent!r}: column param_{name} does not hold the generating values")
+    return problems
 
 
 def tables_module_name(env_module: str) -> str:

@@ -80,10 +80,21 @@ def parametrize_with_checks(specs: Iterable[ExperimentSpec | str], *, quick: boo
     params = []
     for given in specs:
         spec = get_experiment(given) if isinstance(given, str) else given
-        for check in experiment_checks(spec, quick=quick, data_dir=None if where is None else Path(where)):
-            if checks is not None and check.name not in checks:
-                continue
-            reason = spec.expected_failures.get(check.name)
-            marks = [pytest.mark.xfail(reason=f"expected: {reason}", strict=True)] if reason is not None else []
-            params.append(pytest.param(spec, PytestCheck(check), id=f"{spec.name}-{check.name}", marks=marks))
+        found = experiment_checks(spec, quick=quick, data_dir=None if where is None else Path(where))
+        params += _params(spec, found, checks)
     return pytest.mark.parametrize(("spec", "check"), params)
+
+
+def _params(spec: ExperimentSpec, found: Iterable[Any], checks: Sequence[str] | None) -> list[Any]:
+    """A ``pytest.param`` (spec, check) per check ``found`` that ``checks`` names (None: every one), a strict
+    xfail where the spec expects the check to fail."""
+    import pytest
+
+    out = []
+    for check in found:
+        if checks is not None and check.name not in checks:
+            continue
+        reason = spec.expected_failures.get(check.name)
+        marks = [pytest.mark.xfail(reason=f"expected: {reason}", strict=True)] if reason is not None else []
+        out.append(pytest.param(spec, PytestCheck(check), id=f"{spec.name}-{check.name}", marks=marks))
+    return out

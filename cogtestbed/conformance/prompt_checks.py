@@ -144,7 +144,7 @@ MIN_OUR_FORMS = 4
 def _form_declaration_problems(forms: Sequence[Any]) -> list[str]:
     ids = [f.id for f in forms]
     problems = [] if ids == list(range(len(ids))) else [f"form ids must be 0..K-1 in order, got {ids}"]
-    if not forms or forms[0].kind != "verbatim" or forms[0].source != "paper":
+    if not forms or (forms[0].kind, forms[0].source) != ("verbatim", "paper"):
         problems.append("form 0 must be the paper's verbatim prompt")
     ours = [f for f in forms[1:] if f.source == "ours" and f.differs.strip()]
     if len(ours) < MIN_OUR_FORMS or len(ours) != len(forms) - 1:

@@ -60,18 +60,23 @@ def check_pymc_likelihood(spec: ExperimentSpec, config: CheckConfig) -> None:
     if not names:
         raise NotApplicable(f"no model of {spec.name} has a PyMC version with its kernel's likelihood")
     for name in names:
-        m = spec.model(name)
-        params = prior_draws(m.parameters, 3, np.random.default_rng(config.seed), spread=0.5)
-        table = simulate_from_model(spec, name, params, config.seed, small_design(spec, config))
-        pm_model = m.pymc_model(table, hierarchical=False)
-        point = dict(pm_model.initial_point())
-        for p in m.parameters:
-            point[f"{p.name}_u"] = p.to_unconstrained(params[p.name])
-        ll = float(pm_model.compile_fn(pm_model.logp(vars=[pm_model.observed_RVs[0]], sum=True),
-                                       inputs=pm_model.value_vars, on_unused_input="ignore")(point))
-        data = m.subject_data(table)
-        thetas = [np.array([p.to_constrained(point[f"{p.name}_u"][i]) for p in m.parameters]) for i in range(len(data))]
-        nll = sum(m.nll(t, d) for t, d in zip(thetas, data.values(), strict=True))
+        ll, nll = _pymc_and_kernel_loglik(spec, name, config)
         if not math.isclose(ll, -nll, rel_tol=1e-9, abs_tol=1e-8):
             problems.append(f"model {name!r}: PyMC log-likelihood {ll:.10g} != −NLL {-nll:.10g}")
     fail(problems, f"{spec.name}: the PyMC likelihood is not the kernel's")
+
+
+def _pymc_and_kernel_loglik(spec: ExperimentSpec, name: str, config: CheckConfig) -> tuple[float, float]:
+    """(PyMC log-likelihood, kernel's Σ NLL) of model ``name`` on a small table of three prior subjects."""
+    m = spec.model(name)
+    params = prior_draws(m.parameters, 3, np.random.default_rng(config.seed), spread=0.5)
+    table = simulate_from_model(spec, name, params, config.seed, small_design(spec, config))
+    pm_model = m.pymc_model(table, hierarchical=False)
+    point = dict(pm_model.initial_point())
+    for p in m.parameters:
+        point[f"{p.name}_u"] = p.to_unconstrained(params[p.name])
+    ll = float(pm_model.compile_fn(pm_model.logp(vars=[pm_model.observed_RVs[0]], sum=True),
+                                   inputs=pm_model.value_vars, on_unused_input="ignore")(point))
+    data = m.subject_data(table)
+    thetas = [np.array([p.to_constrained(point[f"{p.name}_u"][i]) for p in m.parameters]) for i in range(len(data))]
+    return ll, float(sum(m.nll(t, d) for t, d in zip(thetas, data.values(), strict=True)))

@@ -113,16 +113,22 @@ def check_declared_studies(spec: ExperimentSpec, config: CheckConfig) -> None:
     problems = []
     for i, decl in enumerate(spec.studies):
         what = f"study {i} ({decl.kind}: {decl.description or decl.model or decl.metric})"
-        try:
-            result = runner(spec, decl, reps=1, seed=config.seed, **study_overrides(decl, config))
-        except Exception as exc:  # noqa: BLE001 - any failure is the finding
-            problems.append(f"{what}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-            continue
-        if getattr(result, "table", None) is None or result.table.empty:
-            problems.append(f"{what}: the results table is empty")
-        if not getattr(result, "summary", None):
-            problems.append(f"{what}: the summary is empty")
+        problems += [f"{what}: {p}" for p in _declared_study_problems(runner, spec, decl, config)]
     fail(problems, f"{spec.name}: declared studies do not run")
+
+
+def _declared_study_problems(runner: Any, spec: ExperimentSpec, decl: Any, config: CheckConfig) -> list[str]:
+    """What one declared study run once gets wrong: a failure, an empty results table or summary."""
+    try:
+        result = runner(spec, decl, reps=1, seed=config.seed, **study_overrides(decl, config))
+    except Exception as exc:  # noqa: BLE001 - any failure is the finding
+        return [f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"]
+    problems = []
+    if getattr(result, "table", None) is None or result.table.empty:
+        problems.append("the results table is empty")
+    if not getattr(result, "summary", None):
+        problems.append("the summary is empty")
+    return problems
 
 
 # ============================================================================= what every family declares

@@ -222,12 +222,9 @@ class ConformanceReport:
                                    f"conformance check(s):\n{body}")
 
 
-def check_spec_declaration(spec: ExperimentSpec, config: CheckConfig) -> None:
-    """The spec is self-consistent and its pieces name the experiment they belong to."""
-    problems = list(spec.problems())
-    unknown = sorted(set(spec.expected_failures) - set(CHECKS))
-    if unknown:
-        problems.append(f"expected_failures name unknown checks {unknown}; checks are: {', '.join(CHECKS)}")
+def _naming_problems(spec: ExperimentSpec) -> list[str]:
+    """Agents and models whose own name or experiment is not the one they are registered under."""
+    problems = []
     for name, agent in spec.agents.items():
         if getattr(agent, "name", None) != name:
             problems.append(f"agent registered as {name!r} has name {getattr(agent, 'name', None)!r}")
@@ -238,6 +235,16 @@ def check_spec_declaration(spec: ExperimentSpec, config: CheckConfig) -> None:
             problems.append(f"model registered as {name!r} has name {getattr(model, 'name', None)!r}")
         if getattr(model, "experiment", None) != spec.name:
             problems.append(f"model {name!r} says it reads {getattr(model, 'experiment', None)!r}")
+    return problems
+
+
+def check_spec_declaration(spec: ExperimentSpec, config: CheckConfig) -> None:
+    """The spec is self-consistent and its pieces name the experiment they belong to."""
+    problems = list(spec.problems())
+    unknown = sorted(set(spec.expected_failures) - set(CHECKS))
+    if unknown:
+        problems.append(f"expected_failures name unknown checks {unknown}; checks are: {', '.join(CHECKS)}")
+    problems += _naming_problems(spec)
     if getattr(spec.env_cls, "experiment", None) != spec.name:
         problems.append(f"{spec.env_cls.__name__}.experiment is {getattr(spec.env_cls, 'experiment', None)!r}")
     if not spec.metrics.headline:

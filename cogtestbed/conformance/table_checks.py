@@ -45,16 +45,21 @@ def canonical_json(obj: Any) -> str:
             return [norm(x) for x in v]
         if isinstance(v, np.ndarray):
             return [norm(x) for x in v.tolist()]
-        if isinstance(v, (bool, np.bool_)):
-            return bool(v)
-        if isinstance(v, (float, np.floating)):
-            f = float(v)
-            return repr(f) if math.isfinite(f) else f"nonfinite:{f}"
-        if isinstance(v, np.integer):
-            return int(v)
-        return v
+        return _norm_scalar(v)
 
     return json.dumps(norm(obj), sort_keys=True, default=str)
+
+
+def _norm_scalar(v: Any) -> Any:
+    """A scalar as :func:`canonical_json` compares it: a plain bool or int, a float by its ``repr``."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        return repr(f) if math.isfinite(f) else f"nonfinite:{f}"
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
 
 
 def _first_difference(a: Any, b: Any, where: str = "result") -> str:
@@ -309,6 +314,13 @@ def hierarchical_constant_problems(model: Any, table: pd.DataFrame, whole: bool,
     return [f"model {model.name!r}: a hierarchical fit neither sampled nor refused"]
 
 
+def _fit_estimates(spec: ExperimentSpec, name: str, table: Any) -> bool:
+    """Whether model ``name``'s fit of ``table`` reports an estimate, or a null without a reason."""
+    fits = spec.model(name).fit_identified(table)
+    params = list(spec.model(name).parameters.names)
+    return bool(fits["identified"].any() or fits[params].notna().any().any() or fits["null_reason"].isna().any())
+
+
 def check_constant_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
     """Answers without variation (a table's, one subject's) are flagged as degenerate, the metrics
     they do not identify (:attr:`MetricsSpec.unidentified`) are null with a reason, in the
@@ -328,10 +340,7 @@ def check_constant_answers(spec: ExperimentSpec, config: CheckConfig) -> None:
         for name in sorted(spec.models):
             problems += [f"{what} constant: {p}" for p in
                          hierarchical_constant_problems(spec.model(name), edited, whole, set(first))]
-        for name in sorted(spec.models) if whole else ():
-            fits = spec.model(name).fit_identified(edited)
-            params = list(spec.model(name).parameters.names)
-            if fits["identified"].any() or fits[params].notna().any().any() or fits["null_reason"].isna().any():
-                problems.append(f"{what} constant: model {name!r} reports an estimate (or no reason)")
+        problems += [f"{what} constant: model {name!r} reports an estimate (or no reason)"
+                     for name in (sorted(spec.models) if whole else ()) if _fit_estimates(spec, name, edited)]
     if problems:
         raise ConformanceError(f"{spec.name}: constant answers: " + "; ".join(problems[:8]))

@@ -459,18 +459,22 @@ def _json(value: Any) -> str:
 def _plain(value: Any) -> Any:
     if value is None or value is pd.NA:
         return None
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return _plain_scalar(value)
+
+
+def _plain_scalar(value: Any) -> Any:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value)
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
     if isinstance(value, str):
         return value
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
     try:  # a pyarrow scalar, a list cell
         return _plain(value.as_py())
     except AttributeError:
@@ -676,8 +680,7 @@ def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]],
                    where: str) -> None:
     """Append one record's trials to ``columns``."""
     names = [c for c, _ in types]
-    header_cols = [c for c in names if c in _HEADER_COLUMNS or c.startswith(_PARAM_PREFIX)]
-    trial_cols = [c for c in names if c not in (*ID_COLUMNS, *header_cols, "action")]
+    header_cols, trial_cols = _header_and_trial_columns(names)
     same = _header_json(rec.text, "Same on every trial", where)
     _check_participant_lines(head, same, header_cols, where)
     shown_cols = [c for c in trial_cols if c not in ("reward", "valid") and c not in same]
@@ -686,6 +689,12 @@ def _decode_trials(rec: Record, head: Mapping[str, Any], types: list[list[Any]],
         row = _trial_row(rec, session, found, shown_cols, fixed, where)
         for c in names:
             columns[c].append(row[c])
+
+
+def _header_and_trial_columns(names: list[str]) -> tuple[list[str], list[str]]:
+    """The columns a transcript states once per participant, and those it states per trial."""
+    header_cols = [c for c in names if c in _HEADER_COLUMNS or c.startswith(_PARAM_PREFIX)]
+    return header_cols, [c for c in names if c not in (*ID_COLUMNS, *header_cols, "action")]
 
 
 def _check_participant_lines(head: Any, same: Any, header_cols: list[str], where: str) -> None:

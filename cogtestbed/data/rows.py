@@ -88,6 +88,13 @@ def _key_text(key: Sequence[str], values: Sequence[object]) -> str:
     return ", ".join(f"{k} {_plain(v)}" for k, v in zip(key, values, strict=True))
 
 
+def _compared_columns(df: pd.DataFrame, key: list[str], columns: Sequence[str] | None,
+                      may_differ: Sequence[str]) -> list[str]:
+    """The read columns of ``df`` that copies of a key must agree on."""
+    return [c for c in (columns if columns is not None else df.columns)
+            if c not in key and c not in may_differ and c in df.columns]
+
+
 def drop_agreeing_duplicates(df: pd.DataFrame, key: Sequence[str], name: str,
                              columns: Sequence[str] | None = None,
                              may_differ: Sequence[str] = ()) -> tuple[pd.DataFrame, int]:
@@ -101,8 +108,7 @@ def drop_agreeing_duplicates(df: pd.DataFrame, key: Sequence[str], name: str,
     dup = df.duplicated(key, keep=False).to_numpy()
     if not dup.any():
         return df.reset_index(drop=True), 0
-    compared = [c for c in (columns if columns is not None else df.columns)
-                if c not in key and c not in may_differ and c in df.columns]
+    compared = _compared_columns(df, key, columns, may_differ)
     rows = df.loc[dup]
     first = rows[key].merge(rows.drop_duplicates(key)[key + compared], on=key, how="left")
     rows = rows.reset_index(drop=True)

@@ -58,11 +58,16 @@ def parse_spektor2024(record: Record) -> pd.DataFrame:
     })
     rts = record.extra.get("RTs")
     if rts is not None:
-        if not isinstance(rts, list) or len(rts) != n or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in rts):
-            raise Psych201Error(f"RTs is not one number per choice ({n} choices)")
-        out["rt"] = np.asarray(rts, dtype=np.float64)
+        out["rt"] = _rts(rts, n)
     return out
+
+
+def _rts(rts: Any, n: int) -> np.ndarray:
+    """The record's response times, one number per choice."""
+    if not isinstance(rts, list) or len(rts) != n or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in rts):
+        raise Psych201Error(f"RTs is not one number per choice ({n} choices)")
+    return np.asarray(rts, dtype=np.float64)
 
 
 def _transcript_rows(text: str) -> tuple[tuple[str, str], list[tuple[Any, ...]]]:
@@ -72,9 +77,7 @@ def _transcript_rows(text: str) -> tuple[tuple[str, str], list[tuple[Any, ...]]]
     rows: list[tuple[Any, ...]] = []
     for n, line in enumerate(text.split("\n"), start=1):
         if (nm := _NAMES.match(line)) is not None:
-            if names is not None or nm.group(1) == nm.group(2):
-                raise Psych201Error(f"text line {n}: the lotteries' names are stated twice or are the same")
-            names = (nm.group(1), nm.group(2))
+            names = _first_names(nm, names, n)
         elif (sm := _SESSION.match(line)) is not None:
             session = int(sm.group(1)) - 1
         elif (tm := _TRIAL.match(line)) is not None:
@@ -84,6 +87,13 @@ def _transcript_rows(text: str) -> tuple[tuple[str, str], list[tuple[Any, ...]]]
     if names is None or not rows:
         raise Psych201Error("no trial sentence in the transcript")
     return names, rows
+
+
+def _first_names(nm: re.Match[str], names: tuple[str, str] | None, n: int) -> tuple[str, str]:
+    """The lotteries' names stated on text line ``n`` (refused where stated before or the same twice)."""
+    if names is not None or nm.group(1) == nm.group(2):
+        raise Psych201Error(f"text line {n}: the lotteries' names are stated twice or are the same")
+    return nm.group(1), nm.group(2)
 
 
 def _trial_row(tm: re.Match[str], names: tuple[str, str] | None, session: int, n: int) -> tuple[Any, ...]:

@@ -62,6 +62,17 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
     s = normalize_numerals(str(text).strip())
     if s.lower().startswith("error"):
         return None, f"answer is an error message: {s[:60]!r}"
+    full = _full_number(s)
+    if full is not None:
+        err = _check_range(float(full), full, probability_answers)
+        return (None, err) if err else (float(full), None)
+    if strict:
+        return None, f"expected a single number in [0, 100], got {s[:60]!r}"
+    return _loose_number(s, probability_answers, sources)
+
+
+def _full_number(s: str) -> str | None:
+    """The text of the one number that is the whole answer, else its last non-empty line (None: neither)."""
     candidates = [s]
     lines = [ln for ln in s.splitlines() if ln.strip()]
     if len(lines) > 1:
@@ -69,12 +80,8 @@ def parse_number(text: str, probability_answers: str = "accept", strict: bool = 
     for cand in candidates:
         m = _FULL.match(cand.replace("**", ""))
         if m:
-            value = float(m.group(1))
-            err = _check_range(value, m.group(1), probability_answers)
-            return (None, err) if err else (value, None)
-    if strict:
-        return None, f"expected a single number in [0, 100], got {s[:60]!r}"
-    return _loose_number(s, probability_answers, sources)
+            return m.group(1)
+    return None
 
 
 def _loose_number(s: str, probability_answers: str, sources: tuple[str, ...]) -> tuple[float | None, str | None]:
@@ -107,7 +114,11 @@ def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept
         return ParseResult.success(CausalAnswer(float(value)))  # type: ignore[arg-type]
     if text is None or not str(text).strip():
         return ParseResult.failure("empty answer")
-    s = str(text)
+    return _xml_answer(str(text), probability_answers)
+
+
+def _xml_answer(s: str, probability_answers: str) -> ParseResult:
+    """:func:`parse_answer` of a ``cot`` / ``numeric_conf`` answer (non-empty ``s``)."""
     block = _RESPONSE.search(s)
     fields = {k.lower(): v.strip() for k, v in _FIELD.findall(block.group(1) if block else s)}
     if "likelihood" not in fields:
@@ -117,9 +128,6 @@ def parse_answer(text: str, prompt_type: str, probability_answers: str = "accept
     value, err = parse_number(fields["likelihood"], probability_answers, strict=True)
     if err is not None:
         return ParseResult.failure(f"<likelihood>: {err}")
-    conf = None
-    if "confidence" in fields:
-        c, cerr = parse_number(fields["confidence"], "accept", strict=True)
-        conf = c if cerr is None else None
+    conf = parse_number(fields["confidence"], "accept", strict=True)[0] if "confidence" in fields else None
     return ParseResult.success(CausalAnswer(float(value), conf, fields.get("explanation")))  # type: ignore[arg-type]
 

@@ -47,7 +47,13 @@ def _print(info: dict[str, Any]) -> None:
     sweep = (f"--design {field_}=a,b,c sweeps it; --trials N sets the trials of one run of the whole design "
              "through it" if field_ else "(none: the trials of a run are fixed by the paradigm)")
     console.print(f"{info['citation']}\npooling unit: {info['pooling_unit']}; trials field: {field_ or '-'} "
-                  f"{sweep if field_ else sweep}", highlight=False)
+                  f"{sweep}", highlight=False)
+    _print_pieces(info)
+    _print_declarations(info)
+
+
+def _print_pieces(info: dict[str, Any]) -> None:
+    """The agents', models' and design's tables of :func:`_print`."""
     cols = ["", "parameter", "bounds", "default", "transform", "description"]
     console.print(_table("agents", cols, [r for a in info["agents"] for r in _param_rows(a["name"], a["parameters"])]))
     console.print(_table("models (MLE, +PyMC where marked; simulated by the named agent)", cols[:-1], [
@@ -56,6 +62,10 @@ def _print(info: dict[str, Any]) -> None:
     console.print(_table(f"design fields ({info['design']['class']}, --design NAME=VALUE)",
                          ["field", "type", "default", "description"],
                          [[f["name"], f["type"], f["default"], f["description"]] for f in info["design"]["fields"]]))
+
+
+def _print_declarations(info: dict[str, Any]) -> None:
+    """The metrics, importers, prompt forms, studies, planning and adaptive sessions of :func:`_print`."""
     metrics = info["metrics"]
     console.print(f"metrics ({metrics['unit']}): headline {', '.join(metrics['headline']) or '(none)'}; options "
                   f"{', '.join(o['flag'] for o in metrics['options']) or '(none)'}", highlight=False)

@@ -84,11 +84,19 @@ def metrics(ctx: typer.Context, req: MetricsRequest, cmd: MetricsCommand) -> Non
         print_json(result)
         warn_flags(result.get("flags") or [])
         return
+    _print_summary(result, f"{result['experiment']}: {path.name} ({detected})")
+    if "prompt_forms" in result:
+        _print_forms(result["prompt_forms"])
+    warn_flags(result.get("flags") or [])
+
+
+def _print_summary(result: dict[str, Any], title: str) -> None:
+    """The headline metrics as a table: a null with its reason, a nested result one row per entry."""
     from rich.table import Table
 
     from cogtestbed.formatting import num
 
-    summary = Table(title=f"{result['experiment']}: {path.name} ({detected})")
+    summary = Table(title=title)
     summary.add_column("metric", no_wrap=True)
     summary.add_column("value", justify="right")
     reasons = result.get("null_reasons") or {}
@@ -101,9 +109,6 @@ def metrics(ctx: typer.Context, req: MetricsRequest, cmd: MetricsCommand) -> Non
         else:
             summary.add_row(key, num(value))
     console.print(summary)
-    if "prompt_forms" in result:
-        _print_forms(result["prompt_forms"])
-    warn_flags(result.get("flags") or [])
 
 
 def _print_forms(forms: dict[str, Any]) -> None:

@@ -87,24 +87,51 @@ def readable_frame(frame: Any, spec: Any = None) -> Any:
     """A summary table for a person: the design named by its fields (a ``design`` column in place
     of ``n_trials``), a rate with ``sims`` with its Monte-Carlo SE (``MC SE``) and its 95 % Wilson
     interval (which says more where the SE is 0, at rates 0 and 1); counts stay integers (:func:`num`)."""
-    from cogtestbed.formatting import num, wilson
-
-    out = frame.copy()
-    if spec is not None and "n_trials" in out.columns:
-        from cogtestbed.studies.labels import design_name
-
-        out.insert(0, "design", [design_name(spec, t) for t in out["n_trials"]])
-        out = out.drop(columns=["n_trials"])
-    if spec is not None and "value" in out.columns and getattr(spec, "parameter", None):
-        out = out.rename(columns={"value": spec.parameter})
+    out = frame.copy() if spec is None else _named_by_spec(frame.copy(), spec)
     rates = [c for c in RATE_COLUMNS if c in frame.columns]
     if not rates or "sims" not in frame.columns:
         return out
     for c in rates:
-        out[f"{c} 95% interval"] = [
-            "n/a" if not s else "[{}, {}]".format(*(num(x, 2) for x in wilson(float(r) * int(s), int(s))))
-            for r, s in zip(frame[c], frame["sims"], strict=True)]
+        out[f"{c} 95% interval"] = [_wilson_text(r, s) for r, s in zip(frame[c], frame["sims"], strict=True)]
     return out.rename(columns={"mc_se": "MC SE"})
+
+
+def _named_by_spec(out: Any, spec: Any) -> Any:
+    """``out`` with its design named by the study's fields and its ``value`` by the study's parameter."""
+    if "n_trials" in out.columns:
+        from cogtestbed.studies.labels import design_name
+
+        out.insert(0, "design", [design_name(spec, t) for t in out["n_trials"]])
+        out = out.drop(columns=["n_trials"])
+    if "value" in out.columns and getattr(spec, "parameter", None):
+        out = out.rename(columns={"value": spec.parameter})
+    return out
+
+
+def _wilson_text(rate: Any, sims: Any) -> str:
+    """A rate's 95 % Wilson interval over ``sims`` simulations (``n/a`` without any)."""
+    from cogtestbed.formatting import num, wilson
+
+    if not sims:
+        return "n/a"
+    return "[{}, {}]".format(*(num(x, 2) for x in wilson(float(rate) * int(sims), int(sims))))
+
+
+def _rich_table(frame: Any, caption: str) -> Any:
+    """A summary frame as a rich table (its index a first column unless it only numbers the rows)."""
+    from rich.table import Table
+
+    from cogtestbed.formatting import num
+
+    numbered = not all(isinstance(i, str) for i in frame.index)  # a row number says nothing
+    table = Table(title=caption)
+    if not numbered:
+        table.add_column("")
+    for c in frame.columns:
+        table.add_column(str(c).replace("_", " "), justify="left" if c == "design" else "right")
+    for idx, row in frame.iterrows():
+        table.add_row(*([] if numbered else [str(idx)]), *(num(v) for v in row))
+    return table
 
 
 def _show(study: Study, as_json: bool, output: Path | None) -> None:
@@ -113,22 +140,10 @@ def _show(study: Study, as_json: bool, output: Path | None) -> None:
     if as_json:
         print_json(payload)
         return
-    from rich.table import Table
-
-    from cogtestbed.formatting import num
     from cogtestbed.studies.report import summary_tables
 
     for caption, frame in summary_tables(study.result):
-        frame = readable_frame(frame, study.spec)
-        numbered = not all(isinstance(i, str) for i in frame.index)  # a row number says nothing
-        table = Table(title=caption)
-        if not numbered:
-            table.add_column("")
-        for c in frame.columns:
-            table.add_column(str(c).replace("_", " "), justify="left" if c == "design" else "right")
-        for idx, row in frame.iterrows():
-            table.add_row(*([] if numbered else [str(idx)]), *(num(v) for v in row))
-        console.print(table)
+        console.print(_rich_table(readable_frame(frame, study.spec), caption))
     console.print(study.verdict, highlight=False)
     for d in payload["designs"]:  # the resolved design: every field, defaults included
         fields = ", ".join(f"{k}={v}" for k, v in d["fields"].items())

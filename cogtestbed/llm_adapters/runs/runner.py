@@ -251,6 +251,31 @@ async def decide_scoring(exp: Experiment, design: Design, client: CachedClient) 
             "probe_checks": probe.checks, **retries}
 
 
+def _scored_steps(scored: pd.DataFrame) -> tuple[dict[str, int], dict[str, int]]:
+    """The scored steps of each method (exact / sampled) and of each fallback reason, from the scoring calls."""
+    steps = {"exact": 0, "sampled": 0}
+    fallbacks: dict[str, int] = {}
+    if not len(scored):
+        return steps, fallbacks
+    per_step = scored.groupby(["subject", "step"], sort=True).agg(
+        method=("score_method", "first"), fallback=("score_fallback", "first"))
+    for method, fallback in zip(per_step["method"], per_step["fallback"], strict=True):
+        if method in steps:
+            steps[method] += 1
+        if isinstance(fallback, str):
+            fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
+    return steps, fallbacks
+
+
+def _run_method(planned: str, steps: dict[str, int]) -> str:
+    """How the run scored: ``mixed`` where it used both methods, else the one it used (``planned``: none)."""
+    if not any(steps.values()):
+        return planned
+    if all(steps.values()):
+        return "mixed"
+    return "exact" if steps["exact"] else "sampled"
+
+
 def scoring_provenance(decided: dict[str, Any], calls: pd.DataFrame) -> dict[str, Any]:
     """``run.json``'s ``scoring``: the method decided before the run (``decided``, from
     :func:`decide_scoring`: ``planned_method``, its probe and reason) and what the run did, from its
@@ -261,20 +286,10 @@ def scoring_provenance(decided: dict[str, Any], calls: pd.DataFrame) -> dict[str
     out = {k: v for k, v in decided.items() if k not in ("steps", "calls", "fallbacks")}
     planned = out["planned_method"] = decided.get("planned_method", decided["method"])
     scored = calls[calls["kind"].isin(["score", "sample"])] if len(calls) else calls
-    steps = {"exact": 0, "sampled": 0}
-    fallbacks: dict[str, int] = {}
-    if len(scored):
-        per_step = scored.groupby(["subject", "step"], sort=True).agg(
-            method=("score_method", "first"), fallback=("score_fallback", "first"))
-        for method, fallback in zip(per_step["method"], per_step["fallback"], strict=True):
-            if method in steps:
-                steps[method] += 1
-            if isinstance(fallback, str):
-                fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
+    steps, fallbacks = _scored_steps(scored)
     out["steps"] = steps
     out["calls"] = {kind: int((scored["kind"] == kind).sum()) if len(scored) else 0 for kind in ("score", "sample")}
-    out["method"] = (planned if not any(steps.values()) else "mixed" if all(steps.values())
-                     else "exact" if steps["exact"] else "sampled")
+    out["method"] = _run_method(planned, steps)
     if fallbacks:
         out["fallbacks"] = [{"reason": r, "steps": n} for r, n in sorted(fallbacks.items(), key=lambda x: -x[1])]
         out["why"] = (f"{sum(fallbacks.values())} scored step(s) planned exact were sampled because their exact "

@@ -46,24 +46,26 @@ def parse_add_budget(items: list[str]) -> tuple[int, float]:
     """``calls=N`` / ``usd=X`` items (repeatable, or comma-separated) → (calls, USD) to add."""
     calls, usd = 0, 0.0
     for item in (part.strip() for raw in items for part in raw.split(",") if part.strip()):
-        key, sep, value = item.partition("=")
-        try:
-            if not sep or key.strip() not in ("calls", "usd"):
-                raise ValueError
-            if key.strip() == "calls":
-                amount = int(value)
-                calls += amount
-            else:
-                amount_usd = float(value)
-                if not math.isfinite(amount_usd):
-                    raise ValueError
-                usd += amount_usd
-                amount = 1 if amount_usd > 0 else -1
-        except ValueError:
-            raise InputError(f"`add_budget` {item!r}: expected calls=N or usd=X, X a finite number (e.g. usd=0.5)"
-                             ) from None
-        if amount <= 0:
-            raise InputError(f"`add_budget` {item!r}: the amount must be positive")
+        added_calls, added_usd = _budget_item(item)
+        calls, usd = calls + added_calls, usd + added_usd
+    return calls, usd
+
+
+def _budget_item(item: str) -> tuple[int, float]:
+    """One ``calls=N`` / ``usd=X`` item as (calls, USD) to add; refused unless a positive amount."""
+    key, sep, value = item.partition("=")
+    try:
+        if not sep or key.strip() not in ("calls", "usd"):
+            raise ValueError
+        calls = int(value) if key.strip() == "calls" else 0
+        usd = float(value) if key.strip() == "usd" else 0.0
+        if not math.isfinite(usd):
+            raise ValueError
+    except ValueError:
+        raise InputError(f"`add_budget` {item!r}: expected calls=N or usd=X, X a finite number (e.g. usd=0.5)"
+                         ) from None
+    if calls + usd <= 0:
+        raise InputError(f"`add_budget` {item!r}: the amount must be positive")
     return calls, usd
 
 

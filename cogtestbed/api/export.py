@@ -56,18 +56,14 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any)
     """
     from cogtestbed.api.core import experiment_for, get_experiment, read_table
     from cogtestbed.data.psych201 import decode_export, export_records, record_of
-    from cogtestbed.outputs import check_output_file, claim_file
+    from cogtestbed.outputs import claim_file
     from cogtestbed.schema import canonical_rows
 
     req = build(ExportRequest, options)
     to, output, experiment, source, force = req.to, req.output, req.experiment, req.source, req.force
     if to not in EXPORT_FORMATS:
         raise InputError(f"`to` must be one of {', '.join(EXPORT_FORMATS)}, got {to!r}")
-    out = None if output is None else Path(output)
-    if out is not None:
-        if out.suffix.lower() not in (".jsonl", ".zip"):
-            raise InputError(f"a Psych-201 file ends in .jsonl or .zip (prompts.jsonl.zip), got {out}")
-        check_output_file(out, force)
+    out = None if output is None else _checked_output(Path(output), force)
     transcripts = _transcript_table(table_or_path, experiment)
     if transcripts is not None:
         return _export_transcripts(transcripts, out, force)
@@ -90,6 +86,16 @@ def export(table_or_path: pd.DataFrame | str | os.PathLike[str], **options: Any)
     return records
 
 
+def _checked_output(out: Path, force: bool) -> Path:
+    """``output``, refused unless a Psych-201 file name that may be written."""
+    from cogtestbed.outputs import check_output_file
+
+    if out.suffix.lower() not in (".jsonl", ".zip"):
+        raise InputError(f"a Psych-201 file ends in .jsonl or .zip (prompts.jsonl.zip), got {out}")
+    check_output_file(out, force)
+    return out
+
+
 def _transcript_table(table_or_path: Any, experiment: Any) -> pd.DataFrame | None:
     """The transcript table to write as it is (:mod:`cogtestbed.data.psych201_table`): a transcript
     table (scored or not; a DataFrame or a ``.parquet`` file), or any Psych-201 file when no
@@ -97,20 +103,10 @@ def _transcript_table(table_or_path: Any, experiment: Any) -> pd.DataFrame | Non
     import pandas as pd
 
     from cogtestbed.data.psych201 import first_record
-    from cogtestbed.data.psych201_table import is_transcript_table, scored_table, transcript_table
+    from cogtestbed.data.psych201_table import transcript_table
 
     if isinstance(table_or_path, pd.DataFrame):
-        frame = table_or_path
-        if is_transcript_table(frame):
-            return frame
-        scored = {"record", "participant", "choice"} <= set(frame.columns) and bool(
-            {"psych201_nll", "logp_raw"} & set(frame.columns))
-        if not scored:
-            return None
-        source = frame.attrs.get("transcripts")  # a transcript-nll table: its scores on its file's records
-        if source is None:
-            raise InputError("this scored table does not name the Psych-201 file it scored (attrs['transcripts'])")
-        return scored_table(frame, source)
+        return _frame_transcripts(table_or_path)
     path = Path(table_or_path)
     if path.suffix.lower() == ".parquet" and path.is_file():
         import pyarrow.parquet as pq
@@ -122,6 +118,22 @@ def _transcript_table(table_or_path: Any, experiment: Any) -> pd.DataFrame | Non
     if experiment is None and first_record(path) is not None:
         return transcript_table(path)
     return None
+
+
+def _frame_transcripts(frame: pd.DataFrame) -> pd.DataFrame | None:
+    """:func:`_transcript_table` of a DataFrame: a transcript table, a scored one on its file's records, or None."""
+    from cogtestbed.data.psych201_table import is_transcript_table, scored_table
+
+    if is_transcript_table(frame):
+        return frame
+    scored = {"record", "participant", "choice"} <= set(frame.columns) and bool(
+        {"psych201_nll", "logp_raw"} & set(frame.columns))
+    if not scored:
+        return None
+    source = frame.attrs.get("transcripts")  # a transcript-nll table: its scores on its file's records
+    if source is None:
+        raise InputError("this scored table does not name the Psych-201 file it scored (attrs['transcripts'])")
+    return scored_table(frame, source)
 
 
 def _export_transcripts(table: pd.DataFrame, out: Path | None, force: bool) -> list[dict[str, Any]]:

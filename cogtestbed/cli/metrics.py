@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,7 @@ def metrics(ctx: typer.Context, req: MetricsRequest, cmd: MetricsCommand) -> Non
     warn_flags(result.get("flags") or [])
 
 
-def _print_summary(result: dict[str, Any], title: str) -> None:
+def _print_summary(result: Mapping[str, Any], title: str) -> None:
     """The headline metrics as a table: a null with its reason, a nested result one row per entry."""
     from rich.table import Table
 

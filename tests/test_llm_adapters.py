@@ -43,14 +43,6 @@ FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)
 PROMPT = "Q: Which machine do you choose? A: Machine"
 
 
-def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **(env or {})})
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
-
-
 def run_in_process(tmp: Path, client, *, subjects=2, seed=3, design=None, cache=None, resume=False,
                    budget=None, add_budget=None, **config_kw):
     exp = get_experiment("instrumental-learning")
@@ -376,14 +368,20 @@ def test_kill9_then_resume_equals_an_uninterrupted_run(tmp_path, tiny):
     pd.testing.assert_frame_equal(resumed, reference.trials)
 
 
-def test_cli_against_openai_server_never_writes_the_key(tmp_path, server):
+def test_cli_against_openai_server_never_writes_the_key(tmp_path, server, monkeypatch):
+    from cli_runs import in_process
+
     url, _ = server
     secret = "sk-test-" + "k3y" * 8
     home = tmp_path / "home"
     env = {"OPENAI_API_KEY": secret, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
-    proc = cli("run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions",
-               "--base-url", url, "--subjects", "1", "--seed", "1", "--design", "visits_per_casino=2",
-               "-o", str(tmp_path / "run"), env=env)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("COGTESTBED_CACHE", raising=False)
+    # the command's code in this process (tests/test_cli_process.py starts the real entry point)
+    proc = in_process("run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions",
+                      "--base-url", url, "--subjects", "1", "--seed", "1", "--design", "visits_per_casino=2",
+                      "-o", str(tmp_path / "run"))
     table = pd.read_parquet(tmp_path / "run/trials.parquet")
     assert len(table) == 8 and table["raw_response"].notna().all()
     written = [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -99,12 +99,13 @@ print("returned", fit.idata.posterior.sizes["draw"], flush=True)
 
 
 @pytest.mark.parametrize(("sampler", "rent_limit"), [pytest.param("nutpie", "0", marks=pytest.mark.slow),
-                                                     ("nutpie", "1e9"), ("pymc", "0")],
+                                                     pytest.param("nutpie", "1e9", marks=pytest.mark.slow),
+                                                     ("pymc", "0")],
                          ids=["nutpie-native", "nutpie-python-path", "pymc"])
 def test_ctrl_c_while_sampling_stops_the_fit(sampler: str, rent_limit: str) -> None:
     """The old code printed "returned" with the draws made before the signal; now the child dies of the
-    interrupt, within seconds.  (The native nutpie case is slow: the default suite signals a native nutpie
-    fit through ``cogtestbed fit`` below.)"""
+    interrupt, within seconds.  (The nutpie cases are slow: the default suite signals a nutpie fit through
+    ``cogtestbed fit`` below, each case a fresh interpreter's fit.)"""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     child = subprocess.Popen([sys.executable, "-c", CHILD, sampler, rent_limit], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)

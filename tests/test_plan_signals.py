@@ -207,10 +207,10 @@ def _wait_until_caught(pid: int, sig: int) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads a process's caught signals from /proc")
-@pytest.mark.parametrize(("sig", "delay", "status", "line"), [  # two in the default suite, all four with -m slow
+@pytest.mark.parametrize(("sig", "delay", "status", "line"), [
     (signal.SIGTERM, 0.0, 128 + signal.SIGTERM, "error: terminated"),
-    pytest.param(signal.SIGTERM, 1.0, 128 + signal.SIGTERM, "error: terminated", marks=pytest.mark.slow),
-    pytest.param(signal.SIGTERM, 2.2, 128 + signal.SIGTERM, "error: terminated", marks=pytest.mark.slow),
+    (signal.SIGTERM, 1.0, 128 + signal.SIGTERM, "error: terminated"),
+    (signal.SIGTERM, 2.2, 128 + signal.SIGTERM, "error: terminated"),
     (signal.SIGINT, 1.6, 128 + signal.SIGINT, "error: interrupted"),
 ])
 def test_a_signal_during_a_plan_ends_it_in_one_line(sig: int, delay: float, status: int, line: str) -> None:

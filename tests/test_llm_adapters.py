@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import signal
 import sqlite3
 import subprocess
@@ -471,14 +470,16 @@ def test_each_kind_of_prompt_runs_through_the_llm_path(tmp_path, tiny, name):
     assert (rows["valid"] == rows["parse_error"].isna()).all()
 
 
-def test_bad_llm_specs_give_clear_errors(tmp_path):
+def test_bad_llm_specs_give_clear_errors(tmp_path, monkeypatch):
+    from cli_runs import in_process
+
     with pytest.raises(ValueError, match="BACKEND:MODEL"):
         make_client("gpt-4o")
-    # No key: one clear error before any call, and no run directory left behind.
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "run", "instrumental-learning", "--llm",
-                           "anthropic:claude-x", "-o", str(tmp_path / "y")], capture_output=True, text=True,
-                          env=env, timeout=120)
+    # No key: one clear error before any call, and no run directory left behind (the command in this process;
+    # tests/test_cli_instrumental.py starts the entry point for a refusal).
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    proc = in_process("run", "instrumental-learning", "--llm", "anthropic:claude-x", "-o", str(tmp_path / "y"),
+                      check=False)
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "y").exists()
 

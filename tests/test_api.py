@@ -116,13 +116,13 @@ def test_ct_plan_gives_the_clis_plan_json(tmp_path: Path) -> None:
     from cogtestbed.cli import run_cli
 
     args = {"model": "rw-pm", "effect": {"optimism_bias": 0.6}, "llm": "openai:gpt-4o-mini", "subjects": (6, 10),
-            "trials": [48], "mc_se": 0.2, "seed": 3, "workers": 2}
+            "trials": [48], "mc_se": 0.2, "seed": 3, "workers": 1}
     plan = ct.plan(EXP, **args)
     files = plan.save(tmp_path / "api")
     assert plan.chosen["power"] >= 0.8 and len(plan.frontier) >= 1 and plan.sequential is None
     assert json.loads(files["plan"].read_text()) == json.loads(json.dumps(plan.to_dict(), default=str))
     assert run_cli(["plan", EXP, "--model", "rw-pm", "--effect", "optimism_bias=0.6", "--llm", "openai:gpt-4o-mini",
-                    "--subjects", "6:10", "--trials", "48", "--mc-se", "0.2", "--seed", "3", "--workers", "2",
+                    "--subjects", "6:10", "--trials", "48", "--mc-se", "0.2", "--seed", "3", "--workers", "1",
                     "-o", str(tmp_path / "cli"), "--json"]) == 0
     from_cli = json.loads((tmp_path / "cli" / "plan.json").read_text())
     assert_close(_without_timings(from_cli), _without_timings(json.loads(files["plan"].read_text())))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
 import signal
 import sqlite3
 import subprocess
@@ -41,14 +40,6 @@ from cogtestbed.simulation import run_stepwise, seed_streams  # noqa: E402
 
 FAST_RETRY = RetryPolicy(attempts=4, initial=0.02, max_wait=0.2)
 PROMPT = "Q: Which machine do you choose? A: Machine"
-
-
-def cli(*args: str, env: dict[str, str] | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", *args], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **(env or {})})
-    if check:
-        assert proc.returncode == 0, proc.stderr
-    return proc
 
 
 def run_in_process(tmp: Path, client, *, subjects=2, seed=3, design=None, cache=None, resume=False,
@@ -376,14 +367,20 @@ def test_kill9_then_resume_equals_an_uninterrupted_run(tmp_path, tiny):
     pd.testing.assert_frame_equal(resumed, reference.trials)
 
 
-def test_cli_against_openai_server_never_writes_the_key(tmp_path, server):
+def test_cli_against_openai_server_never_writes_the_key(tmp_path, server, monkeypatch):
+    from cli_runs import in_process
+
     url, _ = server
     secret = "sk-test-" + "k3y" * 8
     home = tmp_path / "home"
     env = {"OPENAI_API_KEY": secret, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
-    proc = cli("run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions",
-               "--base-url", url, "--subjects", "1", "--seed", "1", "--design", "visits_per_casino=2",
-               "-o", str(tmp_path / "run"), env=env)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("COGTESTBED_CACHE", raising=False)
+    # the command's code in this process (tests/test_cli_process.py starts the real entry point)
+    proc = in_process("run", "instrumental-learning", "--llm", "openai:tiny-random", "--mode", "completions",
+                      "--base-url", url, "--subjects", "1", "--seed", "1", "--design", "visits_per_casino=2",
+                      "-o", str(tmp_path / "run"))
     table = pd.read_parquet(tmp_path / "run/trials.parquet")
     assert len(table) == 8 and table["raw_response"].notna().all()
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
@@ -473,14 +470,16 @@ def test_each_kind_of_prompt_runs_through_the_llm_path(tmp_path, tiny, name):
     assert (rows["valid"] == rows["parse_error"].isna()).all()
 
 
-def test_bad_llm_specs_give_clear_errors(tmp_path):
+def test_bad_llm_specs_give_clear_errors(tmp_path, monkeypatch):
+    from cli_runs import in_process
+
     with pytest.raises(ValueError, match="BACKEND:MODEL"):
         make_client("gpt-4o")
-    # No key: one clear error before any call, and no run directory left behind.
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"}
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "run", "instrumental-learning", "--llm",
-                           "anthropic:claude-x", "-o", str(tmp_path / "y")], capture_output=True, text=True,
-                          env=env, timeout=120)
+    # No key: one clear error before any call, and no run directory left behind (the command in this process;
+    # tests/test_cli_instrumental.py starts the entry point for a refusal).
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    proc = in_process("run", "instrumental-learning", "--llm", "anthropic:claude-x", "-o", str(tmp_path / "y"),
+                      check=False)
     assert proc.returncode == 2 and "ANTHROPIC_API_KEY" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "y").exists()
 

@@ -347,16 +347,20 @@ def test_the_server_stops_on_the_first_sigterm_with_a_request_in_flight(tmp_path
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "cogtestbed", "serve", "--model", "tiny-random",
-                             "--port", str(port), "--fail-rate", "1", "--delay", "300"],
+                             "--port", str(port), "--fail-rate", "1", "--delay", "300", "--reasoning-as", "o3"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     try:
         url = f"http://127.0.0.1:{port}/v1"
+        models = None
         for _ in range(600):  # the model loads first
             try:
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                models = httpx.get(f"{url}/models", timeout=1)
+                if models.status_code == 200:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
+        # the command's options reach the server: the model and its reasoning alias are listed
+        assert models is not None and [m["id"] for m in models.json()["data"]] == ["tiny-random", "o3"]
         hung = threading.Thread(target=lambda: _quietly(lambda: httpx.post(
             f"{url}/completions", json={"model": "tiny-random", "prompt": "x"}, timeout=600)), daemon=True)
         hung.start()  # held by the injected 300 s delay when the signal comes

@@ -123,8 +123,8 @@ def test_plan_costs_equal_the_dry_run_and_run_executes_the_plan(small_plan, tmp_
 
     payload, out = small_plan
     run = payload["run"]
-    # The dry run in this process (the command's code, not its entry point, is compared; the run
-    # below goes through ``python -m cogtestbed``).
+    # The dry run and the run in this process (the command's code, not its entry point, is compared:
+    # tests/test_cli_process.py starts the real entry point).
     assert run_cli(["run", INSTRUMENTAL, "--llm", "openai:gpt-4o-mini", "--subjects", str(run["subjects"]),
                     "--seed", str(run["seed"]), "--design", f"visits_per_casino={run['design']['visits_per_casino']}",
                     "-o", str(tmp_path / "d"), "--dry-run"]) == 0
@@ -132,8 +132,8 @@ def test_plan_costs_equal_the_dry_run_and_run_executes_the_plan(small_plan, tmp_
     assert (dry["calls"], dry["prompt_tokens"], dry["estimated_cost_usd"]) == (
         payload["cost"]["calls"], payload["cost"]["prompt_tokens"], payload["cost"]["dollars"])
     # The plan executed on the tiny local model: exactly the planned calls.
-    cli("run", "--plan", str(out / "plan.json"), "--llm", "hf:tiny-random", "-o", str(tmp_path / "r"),
-        "--cache", str(tmp_path / "c.sqlite"))
+    in_process("run", "--plan", str(out / "plan.json"), "--llm", "hf:tiny-random", "-o", str(tmp_path / "r"),
+               "--cache", str(tmp_path / "c.sqlite"))
     calls = pd.read_parquet(tmp_path / "r/calls.parquet")
     trials = pd.read_parquet(tmp_path / "r/trials.parquet")
     assert len(calls) == payload["cost"]["calls"]  # the real run makes exactly the planned calls

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cli_runs import in_process
 
 from cogtestbed.planning.kinds.sequential.seqpaths import Boundaries, boundaries, z_from_p
 from cogtestbed.planning.kinds.sequential.seqplan import check_looks, look_sizes, operate, plan_sequential
 from cogtestbed.registry import get_experiment
 from cogtestbed.studies.driver import study_spec
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_look_sizes_and_refusals():
@@ -223,9 +220,8 @@ def test_test_target_sequential_plan_tiny():
 
 @pytest.mark.parametrize("looks", ["1", "x"])
 def test_bad_looks_refused_in_one_line(looks):
-    proc = subprocess.run([sys.executable, "-m", "cogtestbed", "plan", "instrumental-learning", "--model", "rw-pm",
-                           "--effect", "optimism_bias=0.4", "--llm", "openai:gpt-4o-mini", "--looks", looks],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = in_process("plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.4", "--llm",
+                      "openai:gpt-4o-mini", "--looks", looks, check=False)
     assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr
     assert len([line for line in proc.stderr.splitlines() if line.strip()]) <= 6  # one error (typer boxes "x")
 

@@ -24,6 +24,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow  # the default suite starts `cogtestbed serve` in tests/test_llm_border.py (alias listed, SIGTERM)
 def test_serve_answers_one_request_and_stops_on_sigterm() -> None:
     """Started on 127.0.0.1 on a free port: it lists the model and its reasoning alias, answers one
     completion with the requested length, and exits 0 on the first SIGTERM."""

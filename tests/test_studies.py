@@ -60,13 +60,15 @@ def test_recovery_has_contrast_rows_and_log_scale_beta() -> None:
 
 def test_local_pool_and_dask_give_the_same_results() -> None:
     """The same tables in-process, on a pool and on Dask, within the tolerance of values computed in
-    other processes (a worker may load a kernel from the disk cache)."""
+    other processes (a worker may load a kernel from the disk cache).  The Dask cluster's two workers are
+    threads of this process (Dask's chunking, submission and gathering); tests/test_dask_processes.py runs
+    the same comparison on a scheduler and workers in processes of their own."""
     distributed = pytest.importorskip("distributed")
     spec = _spec(reps=4, subjects=(5,))
     serial = run_study(spec, workers=1).table
     pool = run_study(spec, workers=2).table
     assert_frames_close(serial, pool)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         on_dask = run_study(spec, dask=client.scheduler.address).table

@@ -127,14 +127,14 @@ def group_sequential(choose_eff: np.ndarray, choose_nul: np.ndarray, eff: np.nda
 
 
 def fixed_measured(eff: np.ndarray, nul: np.ndarray, eff_which: np.ndarray, nul_which: np.ndarray, n: int,
-                   level: float, dirn: float) -> dict[str, Any]:
+                   level: float, dirn: float, null_dirn: float = 0.0) -> dict[str, Any]:
     """The fixed t-test at ``n`` units on the measuring pools' studies: power (in the effect's direction)
-    and type-I error (either direction) with their MC SEs."""
+    and type-I error (either direction; ``null_dirn`` ±1: that direction only) with their MC SEs."""
     from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, upper_bound
     from cogtestbed.planning.kinds.sequential.seqsim import prefix_z
 
     pw, pw_se = rate_and_se(fixed_rejects(prefix_z(eff, n)[0], level, dirn), eff_which)
-    rej, rej_se = rate_and_se(fixed_rejects(prefix_z(nul, n)[0], level, 0.0), nul_which)
+    rej, rej_se = rate_and_se(fixed_rejects(prefix_z(nul, n)[0], level, null_dirn), nul_which)
     return {"n": n, "power": pw, "power_se": pw_se, "null_rejection": rej, "null_rejection_se": rej_se,
             "null_upper": upper_bound(rej, rej_se, nul.shape[0])}
 

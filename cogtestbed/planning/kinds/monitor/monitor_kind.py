@@ -162,7 +162,9 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
             say("monitor: the null mean of the per-subject statistic over the declared nuisance region "
                 f"({GRID_POINTS[0] * GRID_POINTS[1]} points, {SUBJECTS_PER_POINT} simulated subjects each)")
         composite = composite_null(spec, trials, runs, seed)
-        length = max(length, math.ceil(MAX_FACTOR * valid_fixed_guess(spec, trials, runs, seed, composite, power)))
+        valid = valid_fixed_guess(spec, trials, runs, seed, composite, power)
+        length = max(length, math.ceil(MAX_FACTOR * valid))
+        n_fix = max(n_fix, math.ceil(valid))  # the fixed and group-sequential rows: the tests valid for this null
     pool_n = BATCHES * POOL_FACTOR * length
     groups = 2 if metric else spec.groups
     if say is not None:
@@ -172,7 +174,8 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
     choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, CHOOSE_ROLE)
     measure = draw_pools(spec, trials, runs, pool_n, seed, REPORT_ROLE)
     out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential, composite)
-    per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
+    per_unit = float(chosen["dollars"]) / int(chosen["runs"] if metric else chosen["subjects"]) \
+        if chosen.get("dollars") is not None else None
     out.update({"trials": trials, "runs": runs, "dollars_per_unit": per_unit,
                 **{f"dollars_{k}": None if per_unit is None else per_unit * out[f"expected_{k}"]
                    for k in ("effect", "null")},
@@ -264,13 +267,41 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     end = None if composite is None else float(composite["interval"][1 if dirn >= 0 else 0])
     out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed, end))
     out["protocol"] = _report(seed, measure, out)
+    if end is not None:  # the fixed and group-sequential designs valid for the composite null
+        means = (float(np.nanmean(choose.effect)), float(np.nanmean(measure.effect)))
+        out["fixed_measured"], gs_args = at_null_end((c_eff, eff, eff_which), means, end, dirn or 1.0,
+                                                     min(n_fix, length), spec.level)
+    else:
+        gs_args = (c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power, dirn)
     if group_sequential and n_fix >= 2 * GS_LOOKS:
-        out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
-                                            dirn)
+        out["group_sequential"] = gs_design(*gs_args) if end is None else {
+            **gs_design(*gs_args, power, 1.0), "test": out["fixed_measured"]["test"],
+            "null_studies": out["fixed_measured"]["null_studies"]}
     for design in (out, out.get("group_sequential") or {}):  # shown, never offered, above the level
         if design:
             design["offered"] = bool(design["null_upper"] <= spec.level)
     return out
+
+
+def at_null_end(effect: tuple[np.ndarray, np.ndarray, np.ndarray], means: tuple[float, float], end: float,
+                dirn: float, n: int, level: float) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The fixed test valid for a composite null (the one-sided t-test of "mean ≤ ``end``", the interval's end in
+    the effect's direction ``dirn``) at ``n`` units, measured on the measuring studies, and the arguments of
+    :func:`~cogtestbed.planning.kinds.monitor.monitor_gs.group_sequential` (less ``power`` and ``dirn``, then 1)
+    on the same test, one-sided at ``level``.  ``effect``: the choosing studies, the measuring studies and their
+    sub-pools; ``means``: the choosing and measuring pools' means under the effect.  The null studies of both
+    designs are the effect studies re-centered on ``end`` (the location-shift null at the interval's end, the
+    worst case of the region for a one-sided test): the choosing ones calibrate, the measuring ones report."""
+    from cogtestbed.planning.kinds.monitor.monitor_gs import fixed_measured
+
+    c_eff, eff, eff_which = effect
+    c_mean, m_mean = means
+    c_nul, nul = dirn * (c_eff - c_mean), dirn * (eff - m_mean)
+    c_eff, eff = dirn * (c_eff - end), dirn * (eff - end)
+    # one-sided at level: the two-sided test at 2·level in the effect's direction (now +1), on the type-I side too
+    fixed = fixed_measured(eff, nul, eff_which, eff_which, n, 2 * level, 1.0, null_dirn=1.0)
+    fixed["test"], fixed["null_studies"] = f"one-sided t-test against {end:+.4f}", "effect studies re-centered there"
+    return fixed, (c_eff, c_nul, eff, nul, eff_which, eff_which, n, 2 * level)
 
 
 #: The pools that choose the rule and those every printed figure is measured on
@@ -664,7 +695,7 @@ def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
     return {**files, "monitor": dest}
 
 
-__all__ = ["BATCHES", "MAX_FACTOR", "POOL_FACTOR", "check_monitor", "choose_test", "design_table",
+__all__ = ["at_null_end", "BATCHES", "MAX_FACTOR", "POOL_FACTOR", "check_monitor", "choose_test", "design_table",
            "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_protocol",
            "monitor_section", "operate",
            "rate_and_se", "run_monitor", "statistic_bounds", "studies", "subject_pool", "unit_array", "upper_bound",

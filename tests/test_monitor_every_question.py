@@ -19,7 +19,7 @@ from cogtestbed.cli import run_cli
 LLMS = ("hf:tiny-random", "hf:tiny-random-chat")
 
 
-def _plan(path: Path, experiment: str, llms: list[str], trials: int, monitor: dict[str, Any]) -> Path:
+def _plan(path: Path, experiment: str, llms: list[str], trials: int | None, monitor: dict[str, Any]) -> Path:
     from cogtestbed.planning.kinds.monitor.monitor_file import sealed
     from cogtestbed.planning.plan_report import PLAN_VERSION
     from cogtestbed.registry import get_experiment
@@ -53,7 +53,7 @@ def test_a_one_llm_composite_null_monitor_runs_subject_by_subject_and_looks_repl
     interval = [-0.31, 0.09]
     plan = _plan(tmp_path / "plan", "instrumental-learning", [LLMS[0]], 4, {
         "model": "rw-pm", "effect": "optimism_bias", "scale": "natural", "null_value": 0.0, "lapse_fit": None,
-        "pairs": False, "bounds": [-1.0, 1.0], "cap": 12, "planned_bet": 1.9, "halfwidth": 0.2,
+        "pairs": False, "bounds": [-1.0, 1.0], "cap": 12, "planned_bet": 1.8, "halfwidth": 0.2,
         "null_center": -0.11, "null_interval": interval, "nuisance_region": {"alpha": [0.05, 0.95],
                                                                            "beta": [1.0, 30.0]},
         "symmetry_scale": None, "futility": 0.3})
@@ -83,7 +83,7 @@ def test_a_metric_difference_monitor_runs_pair_by_pair_and_looks_replays_it(
 
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     monkeypatch.setattr(monitor_run, "pair_value", difference)
-    plan = _plan(tmp_path / "plan", "temporal-discounting", list(LLMS), 4, {
+    plan = _plan(tmp_path / "plan", "temporal-discounting", list(LLMS), None, {
         "metric": "score", "metric_options": {}, "pairs": True, "bounds": None, "cap": 10, "planned_bet": 1.5,
         "halfwidth": 0.0, "symmetry_scale": 3.0, "futility": None})
     out = tmp_path / "run"
@@ -102,8 +102,8 @@ def test_a_metric_difference_monitor_with_one_llm_is_refused_at_plan_and_at_run(
         tmp_path: Path, no_simulation: None, capsys: pytest.CaptureFixture[str]) -> None:
     assert run_cli(["plan", "temporal-discounting", "--metric", "score", "--compare", "hyperbolic:k=0.01",
                     "hyperbolic:k=0.05", "--llm", "openai:gpt-4o-mini", "--monitor"]) == 2
-    assert "give two `llm`" in _one_line_error(capsys)
-    plan = _plan(tmp_path / "plan", "temporal-discounting", list(LLMS), 4, {
+    assert "a monitored metric difference is run pair by pair" in _one_line_error(capsys)
+    plan = _plan(tmp_path / "plan", "temporal-discounting", list(LLMS), None, {
         "metric": "score", "metric_options": {}, "pairs": True, "bounds": None, "cap": 3, "planned_bet": 1.5,
         "halfwidth": 0.0, "symmetry_scale": 3.0, "futility": None})
     assert run_cli(["run", "--monitor", str(plan), "--llm", LLMS[0], "-o", str(tmp_path / "one")]) == 2
@@ -116,4 +116,4 @@ def test_an_llm_against_people_is_not_monitored_refused_in_one_line(
     assert run_cli(["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2",
                     "--llm", "openai:gpt-4o-mini", "--population", "human:cogbench-instrumental",
                     "--monitor"]) == 2
-    assert "does not take `population`" in _one_line_error(capsys)
+    assert "a monitor plan does not take --population" in _one_line_error(capsys)

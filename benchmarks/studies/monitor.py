@@ -109,6 +109,9 @@ def rows(r: Mapping[str, Any]) -> list[str]:
                f"fixed test at equal power under the effect {s:+.1f}% (joint 95% {lo:+.1f}% to {hi:+.1f}%); null "
                f"rejection at any look to {r['longest']}: {r['null_rejection_any']:.4f} (upper "
                f"{r['null_upper_any']:.4f}); {r['null_studies']} null studies per design")
+    if r.get("recommended") == "fixed":
+        out.append(f"  recommended: the fixed design (the monitor costs {-100 * r['saving']:.1f}% more at equal "
+                   "power under the effect, over the 10% bar)")
     out.append(f"  validity needs: {r['property']}")
     out += null_table(r)
     out.append(f"  {r['simulated_units'] or 'cached'} simulated units, {r['cpu_s']:.0f} s CPU"

@@ -117,3 +117,16 @@ def test_an_llm_against_people_is_not_monitored_refused_in_one_line(
                     "--llm", "openai:gpt-4o-mini", "--population", "human:cogbench-instrumental",
                     "--monitor"]) == 2
     assert "a monitor plan does not take --population" in _one_line_error(capsys)
+
+
+def test_a_monitor_dearer_than_its_fixed_design_by_more_than_the_bar_recommends_the_fixed_design() -> None:
+    from cogtestbed.planning.kinds.monitor.monitor_kind import DEARER_BAR, _equal_power_lines, recommended
+
+    eq = {"test": "t-test", "fixed_size": 12.2, "fixed_size_se": 0.4, "sequential_power": 0.81,
+          "sequential_power_se": 0.02, "fixed_size_whole": 13, "fixed_power": 0.82, "fixed_power_se": 0.01}
+    dear = {"equal_power": eq, "saving": -0.25, "saving_se": 0.05, "saving_null": -1.0, "saving_null_se": 0.1}
+    assert DEARER_BAR == 0.10 and recommended(dear) == "fixed"
+    assert recommended({**dear, "saving": -0.05}) == "monitor" and recommended({**dear, "saving": 0.2}) == "monitor"
+    lines = _equal_power_lines(dear, "subjects")
+    assert lines[-1].startswith("  recommended: the fixed design") and "costs 25.0% more subjects" in lines[-1]
+    assert not any("recommended" in x for x in _equal_power_lines({**dear, "saving": -0.05}, "subjects"))

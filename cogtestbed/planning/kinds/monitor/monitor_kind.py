@@ -269,16 +269,18 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed, end))
     out["recommended"] = recommended(out)
     out["protocol"] = _report(seed, measure, out)
+    gs_args: tuple[Any, ...] = (c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power, dirn)
     if end is not None:  # the fixed and group-sequential designs valid for the composite null
         means = (float(np.nanmean(choose.effect)), float(np.nanmean(measure.effect)))
-        out["fixed_measured"], gs_args = at_null_end((c_eff, eff, eff_which), means, end, dirn or 1.0,
-                                                     min(n_fix, length), spec.level)
-    else:
-        gs_args = (c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power, dirn)
+        out["fixed_measured"], valid_args = at_null_end((c_eff, eff, eff_which), means, end, dirn or 1.0,
+                                                        min(n_fix, length), spec.level)
+        gs_args = (*valid_args, power, 1.0)
     if group_sequential and n_fix >= 2 * GS_LOOKS:
-        out["group_sequential"] = gs_design(*gs_args) if end is None else {
-            **gs_design(*gs_args, power, 1.0, one_sided=True), "test": out["fixed_measured"]["test"],
-            "null_studies": out["fixed_measured"]["null_studies"]}
+        ce, cn, me, mn, ew, nw, size, lvl, pw, sign = gs_args
+        out["group_sequential"] = gs_design(ce, cn, me, mn, ew, nw, size, lvl, pw, sign, one_sided=end is not None)
+        if end is not None:
+            out["group_sequential"].update(test=out["fixed_measured"]["test"],
+                                           null_studies=out["fixed_measured"]["null_studies"])
     for design in (out, out.get("group_sequential") or {}):  # shown, never offered, above the level
         if design:
             design["offered"] = bool(design["null_upper"] <= spec.level)

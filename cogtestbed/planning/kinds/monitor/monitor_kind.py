@@ -277,7 +277,8 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
         gs_args = (*valid_args, power, 1.0)
     if group_sequential and n_fix >= 2 * GS_LOOKS:
         ce, cn, me, mn, ew, nw, size, lvl, pw, sign = gs_args
-        out["group_sequential"] = gs_design(ce, cn, me, mn, ew, nw, size, lvl, pw, sign, one_sided=end is not None)
+        one_sided = {"one_sided": True} if end is not None else {}  # a composite null's tests are one-sided
+        out["group_sequential"] = gs_design(ce, cn, me, mn, ew, nw, size, lvl, pw, sign, **one_sided)
         if end is not None:
             out["group_sequential"].update(test=out["fixed_measured"]["test"],
                                            null_studies=out["fixed_measured"]["null_studies"])

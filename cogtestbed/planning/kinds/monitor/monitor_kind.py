@@ -269,19 +269,12 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
     out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed, end))
     out["recommended"] = recommended(out)
     out["protocol"] = _report(seed, measure, out)
-    gs_args: tuple[Any, ...] = (c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power, dirn)
     if end is not None:  # the fixed and group-sequential designs valid for the composite null
-        means = (float(np.nanmean(choose.effect)), float(np.nanmean(measure.effect)))
-        out["fixed_measured"], valid_args = at_null_end((c_eff, eff, eff_which), means, end, dirn or 1.0,
-                                                        min(n_fix, length), spec.level)
-        gs_args = (*valid_args, power, 1.0)
-    if group_sequential and n_fix >= 2 * GS_LOOKS:
-        ce, cn, me, mn, ew, nw, size, lvl, pw, sign = gs_args
-        one_sided = {"one_sided": True} if end is not None else {}  # a composite null's tests are one-sided
-        out["group_sequential"] = gs_design(ce, cn, me, mn, ew, nw, size, lvl, pw, sign, **one_sided)
-        if end is not None:
-            out["group_sequential"].update(test=out["fixed_measured"]["test"],
-                                           null_studies=out["fixed_measured"]["null_studies"])
+        _valid_designs(out, (choose, measure), (c_eff, eff, eff_which), end, dirn, (min(n_fix, length), n_fix),
+                       spec.level, power, group_sequential)
+    elif group_sequential and n_fix >= 2 * GS_LOOKS:
+        out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
+                                            dirn)
     for design in (out, out.get("group_sequential") or {}):  # shown, never offered, above the level
         if design:
             design["offered"] = bool(design["null_upper"] <= spec.level)
@@ -307,6 +300,22 @@ def at_null_end(effect: tuple[np.ndarray, np.ndarray, np.ndarray], means: tuple[
     fixed = fixed_measured(eff, nul, eff_which, eff_which, n, 2 * level, 1.0, null_dirn=1.0)
     fixed["test"], fixed["null_studies"] = f"one-sided t-test against {end:+.4f}", "effect studies re-centered there"
     return fixed, (c_eff, c_nul, eff, nul, eff_which, eff_which, n, 2 * level)
+
+
+def _valid_designs(out: dict[str, Any], pools: tuple[Pools, Pools], effect: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   end: float, dirn: float, sizes: tuple[int, int], level: float, power: float,
+                   group_sequential: bool) -> None:
+    """Into ``out``: the fixed design (``fixed_measured``) and the group-sequential one valid for a composite null
+    whose interval ends at ``end`` on the effect's side (:func:`at_null_end`; ``sizes``: the fixed test's size
+    and the plan's, which sizes the group-sequential design)."""
+    from cogtestbed.planning.kinds.monitor.monitor_gs import group_sequential as gs_design
+
+    means = (float(np.nanmean(pools[0].effect)), float(np.nanmean(pools[1].effect)))
+    fixed, (ce, cn, me, mn, ew, nw, size, lvl) = at_null_end(effect, means, end, dirn or 1.0, sizes[0], level)
+    out["fixed_measured"] = fixed
+    if group_sequential and sizes[1] >= 2 * GS_LOOKS:
+        out["group_sequential"] = {**gs_design(ce, cn, me, mn, ew, nw, size, lvl, power, 1.0, one_sided=True),
+                                   "test": fixed["test"], "null_studies": fixed["null_studies"]}
 
 
 #: The pools that choose the rule and those every printed figure is measured on

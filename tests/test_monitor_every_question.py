@@ -130,3 +130,4 @@ def test_a_monitor_dearer_than_its_fixed_design_by_more_than_the_bar_recommends_
     lines = _equal_power_lines(dear, "subjects")
     assert lines[-1].startswith("  recommended: the fixed design") and "costs 25.0% more subjects" in lines[-1]
     assert not any("recommended" in x for x in _equal_power_lines({**dear, "saving": -0.05}, "subjects"))
+    assert recommended({"saving": -0.3}) == "monitor"  # a saving not measured at equal power decides nothing

@@ -109,7 +109,9 @@ def rows(r: Mapping[str, Any]) -> list[str]:
                f"fixed test at equal power under the effect {s:+.1f}% (joint 95% {lo:+.1f}% to {hi:+.1f}%); null "
                f"rejection at any look to {r['longest']}: {r['null_rejection_any']:.4f} (upper "
                f"{r['null_upper_any']:.4f}); {r['null_studies']} null studies per design")
-    if r.get("recommended") == "fixed":
+    from cogtestbed.planning.kinds.monitor.monitor_kind import recommended
+
+    if recommended(r) == "fixed":
         out.append(f"  recommended: the fixed design (the monitor costs {-100 * r['saving']:.1f}% more at equal "
                    "power under the effect, over the 10% bar)")
     out.append(f"  validity needs: {r['property']}")
@@ -157,8 +159,11 @@ def brief(r: Mapping[str, Any]) -> str:
                 f"{r['null_upper']:>7.4f}")
     lo, hi = (100 * x for x in r["saving_interval"])
     saving = f"{100 * r['saving']:+.1f}% [{lo:+.0f},{hi:+.0f}]"
+    from cogtestbed.planning.kinds.monitor.monitor_kind import recommended
+
     return (f"{r['question'][:62]:<62} {eq['fixed_size']:>6.1f} {eq['fixed_power']:>4.2f}/{r['power']:.2f} "
-            f"{seq:>6} {r['expected_effect']:>6.1f} {saving:>18} {r['null_upper']:>7.4f}")
+            f"{seq:>6} {r['expected_effect']:>6.1f} {saving:>18} {r['null_upper']:>7.4f}"
+            + ("  the fixed design recommended" if recommended(r) == "fixed" else ""))
 
 
 def table(files: list[str], short: bool = False) -> None:

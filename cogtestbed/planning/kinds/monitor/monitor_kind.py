@@ -676,8 +676,9 @@ DEARER_BAR = 0.10
 
 def recommended(mon: Mapping[str, Any]) -> str:
     """``fixed`` where the monitor costs more than :data:`DEARER_BAR` over the fixed test at equal power under the
-    effect (its saving below ``-DEARER_BAR`` on the fresh pools), else ``monitor``."""
-    saving = mon.get("saving")
+    effect (its saving below ``-DEARER_BAR`` on the fresh pools), else ``monitor`` (also where no equal-power
+    comparison was measured)."""
+    saving = mon.get("saving") if mon.get("equal_power") else None
     return "fixed" if saving is not None and math.isfinite(saving) and saving < -DEARER_BAR else "monitor"
 
 

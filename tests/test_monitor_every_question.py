@@ -19,7 +19,8 @@ from cogtestbed.cli import run_cli
 LLMS = ("hf:tiny-random", "hf:tiny-random-chat")
 
 
-def _plan(path: Path, experiment: str, llms: list[str], trials: int | None, monitor: dict[str, Any]) -> Path:
+def _plan(path: Path, experiment: str, llms: list[str], trials: int | None, monitor: dict[str, Any],
+          **top: Any) -> Path:
     from cogtestbed.planning.kinds.monitor.monitor_file import sealed
     from cogtestbed.planning.plan_report import PLAN_VERSION
     from cogtestbed.registry import get_experiment
@@ -32,7 +33,7 @@ def _plan(path: Path, experiment: str, llms: list[str], trials: int | None, moni
            "temperature": 0.0, "reask": 0, "max_calls": None, "max_cost": None, "monitor": design}
     path.mkdir(parents=True, exist_ok=True)
     (path / "plan.json").write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name,
-                                                "monitor": {"cap": monitor["cap"]}, "run": run}))
+                                                "monitor": {"cap": monitor["cap"]}, "run": run, **top}))
     return path / "plan.json"
 
 
@@ -72,7 +73,9 @@ def test_a_one_llm_composite_null_monitor_runs_subject_by_subject_and_looks_repl
 def test_a_metric_difference_monitor_runs_pair_by_pair_and_looks_replays_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """A metric difference between two LLMs (the temporal-discounting score): one session of each LLM a step,
-    the symmetry test on the pair's difference, stopping at the boundary; `looks` replays it."""
+    the symmetry test on the pair's difference, stopping at the boundary; `looks` replays it.  The plan keeps the
+    group-sequential design it was compared with (`plan --monitor --looks K`): the run still executes the
+    monitor, not the looks."""
     import pandas as pd
 
     import cogtestbed.runs.monitor_run as monitor_run
@@ -85,9 +88,11 @@ def test_a_metric_difference_monitor_runs_pair_by_pair_and_looks_replays_it(
     monkeypatch.setattr(monitor_run, "pair_value", difference)
     plan = _plan(tmp_path / "plan", "temporal-discounting", list(LLMS), None, {
         "metric": "score", "metric_options": {}, "pairs": True, "bounds": None, "cap": 10, "planned_bet": 1.5,
-        "halfwidth": 0.0, "symmetry_scale": 3.0, "futility": None})
+        "halfwidth": 0.0, "symmetry_scale": 3.0, "futility": None},
+        sequential={"statistic": {"kind": "metric-power"}, "design": {"sizes": [3, 6, 9]}})
     out = tmp_path / "run"
     assert run_cli(["run", "--monitor", str(plan), "-o", str(out)]) == 0
+    assert not (out / "looks.jsonl").exists()
     steps = recorded_steps(out)
     assert steps[-1]["decision"] == "efficacy" and 2 <= len(steps) < 10
     assert [s["subject"] for s in steps] == list(range(1, len(steps) + 1))

@@ -133,7 +133,8 @@ def comparators(rule: dict[str, Any], found: dict[str, Any], c_pool: np.ndarray,
     fixed, gs_args = at_null_end((choose, found["eff"], found["which"]),
                                  (float(np.nanmean(c_pool)), float(np.nanmean(m_pool))), end, 1.0,
                                  min(n_fix, found["eff"].shape[1]), level)
-    gs = {**group_sequential(*gs_args, POWER, 1.0, one_sided=True), "test": fixed["test"], "null_studies": fixed["null_studies"]}
+    gs = {**group_sequential(*gs_args, POWER, 1.0, one_sided=True), "test": fixed["test"],
+          "null_studies": fixed["null_studies"]}
     print(f"  fixed {fixed['test']}: n {n_fix} (chosen on the choosing studies), power {fixed['power']:.3f}"
           f"±{fixed['power_se']:.3f}, type-I at the interval's end {fixed['null_rejection']:.4f}")
     print(f"  group-sequential ({gs['looks']} looks, max {gs['max']}): E[n] {gs['expected_effect']:.1f}"

@@ -136,3 +136,14 @@ def test_a_monitor_dearer_than_its_fixed_design_by_more_than_the_bar_recommends_
     assert lines[-1].startswith("  recommended: the fixed design") and "costs 25.0% more subjects" in lines[-1]
     assert not any("recommended" in x for x in _equal_power_lines({**dear, "saving": -0.05}, "subjects"))
     assert recommended({"saving": -0.3}) == "monitor"  # a saving not measured at equal power decides nothing
+
+
+def test_a_composite_plan_shows_the_fixed_design_valid_for_its_null() -> None:
+    from cogtestbed.planning.kinds.monitor.monitor_kind import _valid_fixed_row
+
+    fm = {"n": 80, "power": 0.772, "power_se": 0.055, "null_rejection": 0.047, "null_upper": 0.069,
+          "test": "one-sided t-test against +0.0891", "null_studies": "effect studies re-centered there"}
+    row, note = _valid_fixed_row({"fixed_measured": fm, "dollars_per_unit": 0.5})
+    assert row.split()[:4] == ["fixed,", "valid", "80", "80"] and "$40.0000" in row and "0.772±0.055" in row
+    assert "one-sided t-test against +0.0891" in note and "not valid over the nuisance region" in note
+    assert _valid_fixed_row({"fixed_measured": {k: v for k, v in fm.items() if k != "test"}}) == []

@@ -86,6 +86,9 @@ def rows(r: Mapping[str, Any]) -> list[str]:
            f"  {'design':<11} {'E[n] effect':>12} {'E[n] null':>11} {'max':>4} {'power':>12} {'type-I (upper)':>22}",
            f"  {'fixed':<11} {fx['n']:>12} {fx['n']:>11} {fx['n']:>4} {_pm(fx['power'], fx['power_se']):>12} "
            f"{_pm(fx['null_rejection'], fx['null_rejection_se'], '.4f'):>14} ({fx['null_upper']:.4f})"]
+    if fx.get("test"):  # a composite null: the fixed and group-sequential designs are the tests valid for it
+        out.append(f"  fixed and group-seq.: the {fx['test']} (valid for the same null; type-I on the "
+                   f"{fx['null_studies']})")
     if isinstance(gs, Mapping):
         out.append(f"  {'group-seq.':<11} {_pm(gs['expected_effect'], gs['expected_effect_se'], '.1f'):>12} "
                    f"{gs['expected_null']:>11.1f} {gs['max']:>4} {_pm(gs['power'], gs['power_se']):>12} "
@@ -106,8 +109,40 @@ def rows(r: Mapping[str, Any]) -> list[str]:
                f"fixed test at equal power under the effect {s:+.1f}% (joint 95% {lo:+.1f}% to {hi:+.1f}%); null "
                f"rejection at any look to {r['longest']}: {r['null_rejection_any']:.4f} (upper "
                f"{r['null_upper_any']:.4f}); {r['null_studies']} null studies per design")
+    from cogtestbed.planning.kinds.monitor.monitor_kind import recommended
+
+    if recommended(r) == "fixed":
+        out.append(f"  recommended: the fixed design (the monitor costs {-100 * r['saving']:.1f}% more at equal "
+                   "power under the effect, over the 10% bar)")
     out.append(f"  validity needs: {r['property']}")
-    out.append(f"  {r['simulated_units']} simulated units, {r['cpu_s']:.0f} s CPU")
+    out += null_table(r)
+    out.append(f"  {r['simulated_units'] or 'cached'} simulated units, {r['cpu_s']:.0f} s CPU"
+               + (f"; {r['command']}" if r.get("command") else ""))
+    return out
+
+
+def null_table(r: Mapping[str, Any]) -> list[str]:
+    """A composite null's table: the monitor's null rejection at every fresh point of the nuisance region, within
+    its design (to the cap, futility stops included) and at any look to 3× the cap, with one-sided 95 % upper
+    bounds (none without ``null_points``)."""
+    points = r.get("null_points") or []
+    if not points:
+        return []
+    names = list(r["nuisance_region"])
+    region = ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in r["nuisance_region"].items())
+    a, b = r["null_interval"]
+    out = [f"  null over the nuisance region ({region}; null interval [{a:+.4f}, {b:+.4f}]): {len(points)} fresh "
+           "points",
+           f"    {'point':<26} {'to cap':>8} {'upper':>8} {'any look':>9} {'upper':>8} {'E[n]':>6} {'studies':>7}"]
+    for p in points:
+        where = " ".join(f"{k} {p[k]:<8.3g}" for k in names)
+        out.append(f"    {where:<26} {p['rejection']:>8.4f} {p['upper']:>8.4f} {p['rejection_any']:>9.4f} "
+                   f"{p['upper_any']:>8.4f} {p['expected']:>6.1f} {p['studies']:>7}")
+    worst = max(p["upper"] for p in points)
+    worst_any = max(p["upper_any"] for p in points)
+    ok = "every point <= alpha" if max(worst, worst_any) <= r["level"] else "OVER alpha at some point"
+    out.append(f"    largest upper bound {worst:.4f} to the cap, {worst_any:.4f} at any look to "
+               f"{max(p['longest'] for p in points)} (level {r['level']:g}): {ok}")
     return out
 
 
@@ -124,8 +159,11 @@ def brief(r: Mapping[str, Any]) -> str:
                 f"{r['null_upper']:>7.4f}")
     lo, hi = (100 * x for x in r["saving_interval"])
     saving = f"{100 * r['saving']:+.1f}% [{lo:+.0f},{hi:+.0f}]"
+    from cogtestbed.planning.kinds.monitor.monitor_kind import recommended
+
     return (f"{r['question'][:62]:<62} {eq['fixed_size']:>6.1f} {eq['fixed_power']:>4.2f}/{r['power']:.2f} "
-            f"{seq:>6} {r['expected_effect']:>6.1f} {saving:>18} {r['null_upper']:>7.4f}")
+            f"{seq:>6} {r['expected_effect']:>6.1f} {saving:>18} {r['null_upper']:>7.4f}"
+            + ("  the fixed design recommended" if recommended(r) == "fixed" else ""))
 
 
 def table(files: list[str], short: bool = False) -> None:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import math
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ import cogtestbed.planning.kinds.monitor.monitor_composite as composite_module
 from cogtestbed.planning.equal_power import equal_power_saving, power_curve, size_at
 from cogtestbed.planning.kinds.monitor.eprocess import first_crossing, kelly_bet, log_capital, tested_scale
 from cogtestbed.planning.kinds.monitor.monitor_composite import center_width, composite_null, grid
-from cogtestbed.planning.kinds.monitor.monitor_kind import choose_futility, operate
+from cogtestbed.planning.kinds.monitor.monitor_kind import at_null_end, choose_futility, operate
 from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, studies, subject_pool, upper_bound
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -89,10 +90,11 @@ def _pct(x: float) -> str:
 
 
 def effect_rows(spec: Any, lo: float, hi: float, interval: list[float], rule: dict[str, Any], pool: np.ndarray,
-                reps: int, nb: int, rng: np.random.Generator, level: float) -> int | None:
+                reps: int, nb: int, rng: np.random.Generator, level: float) -> dict[str, Any]:
     """Power and E[n] under the effect on the fresh pool, the valid fixed test at equal power (both powers,
-    the cost with its joint interval) and the two-sided t-test against 0 for contrast; returns the latter's
-    equal-power size (the null table's last column)."""
+    the cost with its joint interval) and the two-sided t-test against 0 for contrast; returns the operating
+    characteristics (``ops``), the equal-power comparison (``eq``), the fresh studies (``eff``, ``which``) and
+    the t-test's equal-power size (``n_zero``, the null table's last column)."""
     c, w = center_width(interval)
     cap, fut = rule["cap"], rule["futility"]
     eff, which = studies(pool, reps, cap, rng, batches=nb)
@@ -114,7 +116,31 @@ def effect_rows(spec: Any, lo: float, hi: float, interval: list[float], rule: di
     print(f"  monitor against it: cost {_pct(-eq['saving'])} (joint 95% {_pct(-hi_i)} to {_pct(-lo_i)}); saving "
           f"{_pct(eq['saving'])}")
     print(f"  the two-sided t-test against 0 (not valid for this null) reaches that power at n {n_zero:.1f}")
-    return None if not math.isfinite(n_zero) else math.ceil(n_zero)
+    return {"ops": ops, "eq": eq, "eff": eff, "which": which,
+            "n_zero": None if not math.isfinite(n_zero) else math.ceil(n_zero)}
+
+
+def comparators(rule: dict[str, Any], found: dict[str, Any], c_pool: np.ndarray, m_pool: np.ndarray, end: float,
+                level: float) -> dict[str, Any]:
+    """The fixed and the group-sequential designs valid for the same composite null (one-sided t-tests against
+    the interval's end ``end``; :func:`~cogtestbed.planning.kinds.monitor.monitor_kind.at_null_end`): the fixed
+    size is the smallest reaching the target power on the choosing studies, the group-sequential design is
+    calibrated and sized there, and both are measured on the fresh studies of :func:`effect_rows`."""
+    from cogtestbed.planning.kinds.monitor.monitor_gs import fixed_size, group_sequential, prefix_table
+
+    choose = rule["studies"]
+    n_fix, reached = fixed_size(prefix_table(choose - end), choose.shape[1], 2 * level, POWER, 1.0)
+    fixed, gs_args = at_null_end((choose, found["eff"], found["which"]),
+                                 (float(np.nanmean(c_pool)), float(np.nanmean(m_pool))), end, 1.0,
+                                 min(n_fix, found["eff"].shape[1]), level)
+    gs = {**group_sequential(*gs_args, POWER, 1.0, one_sided=True), "test": fixed["test"],
+          "null_studies": fixed["null_studies"]}
+    print(f"  fixed {fixed['test']}: n {n_fix} (chosen on the choosing studies), power {fixed['power']:.3f}"
+          f"±{fixed['power_se']:.3f}, type-I at the interval's end {fixed['null_rejection']:.4f}")
+    print(f"  group-sequential ({gs['looks']} looks, max {gs['max']}): E[n] {gs['expected_effect']:.1f}"
+          f"±{gs['expected_effect_se']:.1f}, power {gs['power']:.3f}±{gs['power_se']:.3f}, type-I at the "
+          f"interval's end {gs['null_rejection']:.4f}", flush=True)
+    return {"fixed": {**fixed, "reached": reached}, "group_sequential": gs}
 
 
 def choose_rule(spec: Any, lo: float, hi: float, interval: list[float], c_eff: np.ndarray, length: int,
@@ -126,23 +152,71 @@ def choose_rule(spec: Any, lo: float, hi: float, interval: list[float], c_eff: n
     choose, _ = studies(c_eff, reps, min(length, c_eff.size), rng, batches=1)
     fut, picked = choose_futility(choose - c, choose[:2] - c, lo - c, hi - c, level, POWER, (bet, w, None))
     return {"bet": bet, "futility": fut, "cap": int(picked["cap"]), "reached": bool(picked["reached"]),
-            "choose_power": float(picked["power"]), "choose_expected": float(picked["expected_effect"])}
+            "choose_power": float(picked["power"]), "choose_expected": float(picked["expected_effect"]),
+            "studies": choose}
 
 
 def null_row(point: dict[str, float], nul: np.ndarray, nw: np.ndarray, rule: dict[str, Any], args: tuple[Any, ...],
-             n_zero: int | None, level: float) -> str:
+             n_zero: int | None, level: float) -> tuple[str, dict[str, Any]]:
     """One null point's rejection rates: the design's to the cap (futility stops included), the e-process's at
-    any look to 3× the cap, and the two-sided t-test against 0 at ``n_zero``."""
+    any look to 3× the cap, and the two-sided t-test against 0 at ``n_zero``; the line and its figures (with the
+    design's expected size there)."""
     from scipy import stats
 
+    cap = rule["cap"]
     t, f = crossings(nul, *args, rule["bet"], level, rule["futility"])
-    design = (t > 0) & (t <= rule["cap"]) & ((f == 0) | (t < f))
+    design = (t > 0) & (t <= cap) & ((f == 0) | (t < f))
     r, r_se = rate_and_se(design, nw)
     ra, ra_se = rate_and_se(t > 0, nw)
+    stop = np.minimum(np.where(design, t, np.where(f > 0, f, cap)), cap)
+    e_n, e_se = rate_and_se(stop, nw)
     reps = nul.shape[0]
-    tt = "-" if n_zero is None else f"{(stats.ttest_1samp(nul[:, :n_zero], 0.0, axis=1).pvalue < level).mean():.4f}"
-    return (f"  alpha {point['alpha']:<6.3g} beta {point['beta']:<12.3g} {r:>8.4f} {upper_bound(r, r_se, reps):>8.4f}"
-            f" {ra:>10.4f} {upper_bound(ra, ra_se, reps):>8.4f} {reps:>7} {tt:>11}")
+    tz = None if n_zero is None else float((stats.ttest_1samp(nul[:, :n_zero], 0.0, axis=1).pvalue < level).mean())
+    tt = "-" if tz is None else f"{tz:.4f}"
+    figures = {**point, "rejection": r, "rejection_se": r_se, "upper": upper_bound(r, r_se, reps),
+               "rejection_any": ra, "rejection_any_se": ra_se, "upper_any": upper_bound(ra, ra_se, reps),
+               "expected": e_n, "expected_se": e_se, "studies": reps, "longest": int(nul.shape[1]),
+               "t_test_zero": tz, "t_test_zero_n": n_zero}
+    return (f"  alpha {point['alpha']:<6.3g} beta {point['beta']:<12.3g} {r:>8.4f} {figures['upper']:>8.4f}"
+            f" {ra:>10.4f} {figures['upper_any']:>8.4f} {reps:>7} {tt:>11}"), figures
+
+
+def table_row(spec: Any, comp: dict[str, Any], rule: dict[str, Any], found: dict[str, Any], cmp: dict[str, Any],
+              nulls: list[dict[str, Any]], args: tuple[float, float, float]) -> dict[str, Any]:
+    """The question's row in ``monitor.py``'s JSON-lines format: the monitor, the fixed and the group-sequential
+    designs valid for the composite null, the saving at equal power, and the null table (``null_points``); the
+    null figures of the row are the worst over the points."""
+    from monitor_questions import declared_questions
+
+    from cogtestbed.registry import get_experiment
+
+    lo, hi, level = args
+    ops, eq = found["ops"], found["eq"]
+    q = next(q for q in declared_questions(get_experiment(spec.experiment), (1,))
+             if q.spec is not None and q.spec.effect == spec.effect)
+    a, b = comp["interval"]
+    worst = max(nulls, key=lambda p: p["upper"])
+    worst_any = max(nulls, key=lambda p: p["upper_any"])
+    region = ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in comp["region"].items())
+    return {"question": q.name, "needs": q.needs, "unit": "subject", "trials": None, "test": "mean",
+            "statistic": f"per-subject MLE of {spec.effect} less its null value",
+            "method": f"betting e-process for the mean against the composite null interval [{a:+.4f}, {b:+.4f}] "
+                      f"(Kelly bet {rule['bet']:.3f}), every subject a look",
+            "property": f"every estimate in [{lo:g}, {hi:g}] and, at every point of the nuisance region ({region}), "
+                        f"the null mean inside [{a:+.4f}, {b:+.4f}] ({len(comp['points'])} choosing points, "
+                        f"{comp['margin_se']:g} MC SE margin)",
+            "level": level, "target_power": POWER, "cap": rule["cap"], "futility": rule["futility"],
+            "planned_bet": rule["bet"], "null_interval": [a, b], "nuisance_region": comp["region"],
+            "choosing_points": comp["points"], "longest": max(p["longest"] for p in nulls),
+            **{k: ops[k] for k in ("power", "power_se", "expected_effect", "expected_effect_se")},
+            "null_rejection": worst["rejection"], "null_rejection_se": worst["rejection_se"],
+            "null_upper": worst["upper"], "null_rejection_any": worst_any["rejection_any"],
+            "null_upper_any": worst_any["upper_any"], "null_studies": worst["studies"],
+            "expected_null": max(p["expected"] for p in nulls), "null_points": nulls,
+            "equal_power": {**eq, "test": f"one-sided t-test against {b:+.4f}"}, "saving": eq["saving"],
+            "saving_se": eq["saving_se"], "saving_interval": eq["interval"], **cmp,
+            "command": "python benchmarks/studies/monitor_composite.py " + " ".join(sys.argv[1:]),
+            "simulated_units": None, "cpu_s": time.process_time()}
 
 
 def main() -> None:
@@ -156,6 +230,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=300, help="the longest cap considered")
     ap.add_argument("--cache", help="a folder keeping each simulated pool (reused on the next run)")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", help="append the question's row to this JSON-lines file (`monitor.py table` reads it)")
     a = ap.parse_args()
     from cogtestbed.planning.kinds.monitor.monitor_kind import _model_statistic
 
@@ -182,15 +257,27 @@ def main() -> None:
               f"±{p['se']:.4f}")
     reps, nb = (200, 2) if a.quick else (a.studies, a.batches)
     m_eff = subjects(spec, None, 1, nb * 2 * rule["cap"], seed_of(a.seed, 1, 0))
-    n_zero = effect_rows(spec, lo, hi, interval, rule, m_eff, reps, nb, rng, a.level)
+    found = effect_rows(spec, lo, hi, interval, rule, m_eff, reps, nb, rng, a.level)
+    cmp = comparators(rule, found, c_eff, m_eff, interval[1], a.level)
+    n_zero = found["n_zero"]
     span = 3 * rule["cap"]
     print(f"  {'null point':<28} {'to cap':>8} {'upper':>8} {'to 3xcap':>10} {'upper':>8} {'studies':>7} "
           f"{'t-test@' + str(n_zero):>11}", flush=True)
     points = grid(comp["region"], (2, 2)) if a.quick else grid(comp["region"], (4, 4), offset=True)
+    nulls: list[dict[str, Any]] = []
     for k, point in enumerate(points):
         pool = composite_module.point_pool(spec, None, 1, nb * span, seed_of(a.seed, 2, k), point)
         nul, nw = studies(pool, reps, span, rng, batches=nb)
-        print(null_row(point, nul, nw, rule, (lo, hi, interval), n_zero, a.level), flush=True)
+        line, figures = null_row(point, nul, nw, rule, (lo, hi, interval), n_zero, a.level)
+        print(line, flush=True)
+        nulls.append(figures)
+    worst = max(nulls, key=lambda p: p["upper"])
+    print(f"largest upper bound over the {len(nulls)} null points: {worst['upper']:.4f} to the cap, "
+          f"{max(p['upper_any'] for p in nulls):.4f} to 3x the cap (level {a.level:g})")
+    if a.out:
+        row = table_row(spec, comp, rule, found, cmp, nulls, (lo, hi, a.level))
+        with Path(a.out).open("a") as fh:
+            fh.write(json.dumps(row, default=float) + "\n")
 
 
 if __name__ == "__main__":

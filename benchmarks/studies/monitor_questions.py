@@ -119,8 +119,15 @@ def validate_question(spec: Any, power: float = 0.8, sims: int = 2000, seed: int
     choose = draw_pools(spec, trials, runs, choose_n, seed, "choose")
     rng = np.random.default_rng(np.random.SeedSequence([seed, 7_475]))
     top = min(choose_n, max_units)  # the fixed size is searched on studies as long as the choosing pool allows
-    n_fix, reached = fixed_size(prefix_table(studies(choose.effect, sims, top, rng, batches=1)[0]), top,
-                                spec.level, power, direction(spec))
+    if composite is None:
+        n_fix, reached = fixed_size(prefix_table(studies(choose.effect, sims, top, rng, batches=1)[0]), top,
+                                    spec.level, power, direction(spec))
+    else:  # the fixed test valid for the composite null: one-sided against the interval's end on the effect's side
+        dirn = direction(spec) or 1.0
+        end = composite["interval"][1 if dirn > 0 else 0]
+        top = min(choose_n, math.ceil(MAX_FACTOR * guess))
+        n_fix, reached = fixed_size(prefix_table(dirn * (studies(choose.effect, sims, top, rng, batches=1)[0] - end)),
+                                    top, 2 * spec.level, power, 1.0)
     length = min(choose_n, max(MIN_LENGTH, math.ceil(MAX_FACTOR * (n_fix if composite is None else guess))))
     pool_n = BATCHES * factor * length
     measure = draw_pools(spec, trials, runs, pool_n, seed, "measure")

@@ -556,10 +556,10 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
         raise InputError(f"`plan`: {plan_path} monitors " + ("pairs of two LLMs' units: run it with both LLMs"
                                                              if monitored else "one LLM: run it with one `llm`"))
     if len(llms) != 1:
+        if monitored and not req.budget.dry_run:  # a monitor plan with `looks` keeps its group-sequential design
+            return _run_monitored_pair(llms, output, opts)  # for comparison: the run executes the monitor
         if plan_path is not None and not req.budget.dry_run and _sequential_kind(plan_path) == "metric-power":
             return _run_sequential_pair(llms, output, opts)
-        if monitored and not req.budget.dry_run:
-            return _run_monitored_pair(llms, output, opts)
         return _run_paired(llms, output, opts)
     return _run_one(llms[0], output, opts)
 

@@ -45,6 +45,11 @@ def check_monitor(exp: Any, req: Any) -> None:
     check_target(exp, req)
     t = req.target
     if t.metric is not None and t.compare is not None:
+        llms = [req.llms.llm] if isinstance(req.llms.llm, str) else list(req.llms.llm or [])
+        if len(llms) == 1:
+            raise InputError("a monitored metric difference is run pair by pair, one unit of each of two LLMs a "
+                             "step: give two `llm` (one LLM's run has no pairs to monitor; plan it without "
+                             "`monitor`)")
         if isinstance(exp, ExperimentFacts):
             return
         how = exp.metrics.comparability(t.metric)

@@ -68,10 +68,11 @@ def fixed_size(table: ZTable, length: int, level: float, power: float, dirn: flo
 
 def group_sequential(choose_eff: np.ndarray, choose_nul: np.ndarray, eff: np.ndarray, nul: np.ndarray,
                      eff_which: np.ndarray, nul_which: np.ndarray, n_fix: int, level: float, power: float,
-                     dirn: float, looks: int = GS_LOOKS) -> dict[str, Any]:
+                     dirn: float, looks: int = GS_LOOKS, one_sided: bool = False) -> dict[str, Any]:
     """The group-sequential design on simulated studies (rows; see the module docstring): ``choose_*`` the
     choosing pools' studies (calibration, the maximum size), ``eff``/``nul`` the measuring pools' with their
-    sub-pools (``*_which``, the MC SEs).  ``dirn``: the effect's sign (0: undirected)."""
+    sub-pools (``*_which``, the MC SEs).  ``dirn``: the effect's sign (0: undirected).  ``one_sided``: a
+    rejection under the null counts in the effect's direction only (a one-sided test at ``level / 2``)."""
     from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, upper_bound
     from cogtestbed.planning.kinds.sequential.seqpaths import Boundaries, boundaries
     from cogtestbed.planning.kinds.sequential.seqplan import (
@@ -111,7 +112,7 @@ def group_sequential(choose_eff: np.ndarray, choose_nul: np.ndarray, eff: np.nda
     assert chosen is not None
     cols = list(range(looks))
     on_eff = operate(chosen, *paths("eff", chosen.sizes), cols, dirn, dirn or None)
-    on_nul = operate(chosen, *paths("nul", chosen.sizes), cols, dirn, None)
+    on_nul = operate(chosen, *paths("nul", chosen.sizes), cols, dirn, dirn if one_sided and dirn else None)
     pw, pw_se = rate_and_se(on_eff.rejected, eff_which)
     rej, rej_se = rate_and_se(on_nul.rejected, nul_which)
     e_n, e_se = rate_and_se(on_eff.units, eff_which)
@@ -127,14 +128,14 @@ def group_sequential(choose_eff: np.ndarray, choose_nul: np.ndarray, eff: np.nda
 
 
 def fixed_measured(eff: np.ndarray, nul: np.ndarray, eff_which: np.ndarray, nul_which: np.ndarray, n: int,
-                   level: float, dirn: float) -> dict[str, Any]:
+                   level: float, dirn: float, null_dirn: float = 0.0) -> dict[str, Any]:
     """The fixed t-test at ``n`` units on the measuring pools' studies: power (in the effect's direction)
-    and type-I error (either direction) with their MC SEs."""
+    and type-I error (either direction; ``null_dirn`` ±1: that direction only) with their MC SEs."""
     from cogtestbed.planning.kinds.monitor.monitor_pools import rate_and_se, upper_bound
     from cogtestbed.planning.kinds.sequential.seqsim import prefix_z
 
     pw, pw_se = rate_and_se(fixed_rejects(prefix_z(eff, n)[0], level, dirn), eff_which)
-    rej, rej_se = rate_and_se(fixed_rejects(prefix_z(nul, n)[0], level, 0.0), nul_which)
+    rej, rej_se = rate_and_se(fixed_rejects(prefix_z(nul, n)[0], level, null_dirn), nul_which)
     return {"n": n, "power": pw, "power_se": pw_se, "null_rejection": rej, "null_rejection_se": rej_se,
             "null_upper": upper_bound(rej, rej_se, nul.shape[0])}
 

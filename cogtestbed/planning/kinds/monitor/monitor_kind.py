@@ -153,7 +153,7 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
     )
 
     metric = getattr(spec, "metric", None) is not None
-    n_fix = int(chosen["runs"] if metric else chosen["subjects"])
+    n_plan = n_fix = int(chosen["runs"] if metric else chosen["subjects"])
     trials, runs = chosen.get("trials"), 1 if metric else int(chosen.get("runs") or 1)
     length = max(4, math.ceil(MAX_FACTOR * n_fix))
     composite = None
@@ -162,7 +162,9 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
             say("monitor: the null mean of the per-subject statistic over the declared nuisance region "
                 f"({GRID_POINTS[0] * GRID_POINTS[1]} points, {SUBJECTS_PER_POINT} simulated subjects each)")
         composite = composite_null(spec, trials, runs, seed)
-        length = max(length, math.ceil(MAX_FACTOR * valid_fixed_guess(spec, trials, runs, seed, composite, power)))
+        valid = valid_fixed_guess(spec, trials, runs, seed, composite, power)
+        length = max(length, math.ceil(MAX_FACTOR * valid))
+        n_fix = max(n_fix, math.ceil(valid))  # the fixed and group-sequential rows: the tests valid for this null
     pool_n = BATCHES * POOL_FACTOR * length
     groups = 2 if metric else spec.groups
     if say is not None:
@@ -172,7 +174,9 @@ def monitor_section(spec: Any, chosen: Mapping[str, Any], power: float, sims: in
     choose = draw_pools(spec, trials, runs, choose_size(pool_n), seed, CHOOSE_ROLE)
     measure = draw_pools(spec, trials, runs, pool_n, seed, REPORT_ROLE)
     out = designs_on_pools(spec, choose, measure, n_fix, length, power, sims, seed, group_sequential, composite)
-    per_unit = float(chosen["dollars"]) / n_fix if chosen.get("dollars") is not None else None
+    out.update({"fixed_subjects": n_plan, "saving_fixed_plan": 1.0 - out["expected_effect"] / n_plan,
+                "saving_fixed_plan_se": out["expected_effect_se"] / n_plan})
+    per_unit = float(chosen["dollars"]) / n_plan if chosen.get("dollars") is not None else None
     out.update({"trials": trials, "runs": runs, "dollars_per_unit": per_unit,
                 **{f"dollars_{k}": None if per_unit is None else per_unit * out[f"expected_{k}"]
                    for k in ("effect", "null")},
@@ -263,14 +267,55 @@ def designs_on_pools(spec: Any, choose: Pools, measure: Pools, n_fix: int, lengt
            "saving_fixed_plan_se": ops["expected_effect_se"] / n_fix}
     end = None if composite is None else float(composite["interval"][1 if dirn >= 0 else 0])
     out.update(_equal_power(measure, paths, eff_which, ops, length, fixed_test, spec.level, dirn, seed, end))
+    out["recommended"] = recommended(out)
     out["protocol"] = _report(seed, measure, out)
-    if group_sequential and n_fix >= 2 * GS_LOOKS:
+    if end is not None:  # the fixed and group-sequential designs valid for the composite null
+        _valid_designs(out, (choose, measure), (c_eff, eff, eff_which), end, dirn, (min(n_fix, length), n_fix),
+                       spec.level, power, group_sequential)
+    elif group_sequential and n_fix >= 2 * GS_LOOKS:
         out["group_sequential"] = gs_design(c_eff, c_nul, eff, nul, eff_which, nul_which, n_fix, spec.level, power,
                                             dirn)
     for design in (out, out.get("group_sequential") or {}):  # shown, never offered, above the level
         if design:
             design["offered"] = bool(design["null_upper"] <= spec.level)
     return out
+
+
+def at_null_end(effect: tuple[np.ndarray, np.ndarray, np.ndarray], means: tuple[float, float], end: float,
+                dirn: float, n: int, level: float) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The fixed test valid for a composite null (the one-sided t-test of "mean ≤ ``end``", the interval's end in
+    the effect's direction ``dirn``) at ``n`` units, measured on the measuring studies, and the arguments of
+    :func:`~cogtestbed.planning.kinds.monitor.monitor_gs.group_sequential` (less ``power`` and ``dirn``, then 1)
+    on the same test, one-sided at ``level``.  ``effect``: the choosing studies, the measuring studies and their
+    sub-pools; ``means``: the choosing and measuring pools' means under the effect.  The null studies of both
+    designs are the effect studies re-centered on ``end`` (the location-shift null at the interval's end, the
+    worst case of the region for a one-sided test): the choosing ones calibrate, the measuring ones report."""
+    from cogtestbed.planning.kinds.monitor.monitor_gs import fixed_measured
+
+    c_eff, eff, eff_which = effect
+    c_mean, m_mean = means
+    c_nul, nul = dirn * (c_eff - c_mean), dirn * (eff - m_mean)
+    c_eff, eff = dirn * (c_eff - end), dirn * (eff - end)
+    # one-sided at level: the two-sided test at 2·level in the effect's direction (now +1), on the type-I side too
+    fixed = fixed_measured(eff, nul, eff_which, eff_which, n, 2 * level, 1.0, null_dirn=1.0)
+    fixed["test"], fixed["null_studies"] = f"one-sided t-test against {end:+.4f}", "effect studies re-centered there"
+    return fixed, (c_eff, c_nul, eff, nul, eff_which, eff_which, n, 2 * level)
+
+
+def _valid_designs(out: dict[str, Any], pools: tuple[Pools, Pools], effect: tuple[np.ndarray, np.ndarray, np.ndarray],
+                   end: float, dirn: float, sizes: tuple[int, int], level: float, power: float,
+                   group_sequential: bool) -> None:
+    """Into ``out``: the fixed design (``fixed_measured``) and the group-sequential one valid for a composite null
+    whose interval ends at ``end`` on the effect's side (:func:`at_null_end`; ``sizes``: the fixed test's size
+    and the plan's, which sizes the group-sequential design)."""
+    from cogtestbed.planning.kinds.monitor.monitor_gs import group_sequential as gs_design
+
+    means = (float(np.nanmean(pools[0].effect)), float(np.nanmean(pools[1].effect)))
+    fixed, (ce, cn, me, mn, ew, nw, size, lvl) = at_null_end(effect, means, end, dirn or 1.0, sizes[0], level)
+    out["fixed_measured"] = fixed
+    if group_sequential and sizes[1] >= 2 * GS_LOOKS:
+        out["group_sequential"] = {**gs_design(ce, cn, me, mn, ew, nw, size, lvl, power, 1.0, one_sided=True),
+                                   "test": fixed["test"], "null_studies": fixed["null_studies"]}
 
 
 #: The pools that choose the rule and those every printed figure is measured on
@@ -539,6 +584,7 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
             f"  {'fixed':<16} {n:>14} {n:>12} {n:>5} {_money(chosen.get('dollars')):>10} "
             f"{_money(chosen.get('dollars')):>10} {chosen['power']:>7.3f}±{chosen['mc_se']:.3f} {fixed_test:>16}"]
     level = mon["level"]
+    rows += _valid_fixed_row(mon)
     rows += _sequential_row(payload.get("sequential"), level) or _pooled_sequential_row(mon)
     rows.append(f"  {'monitor':<16} {mon['expected_effect']:>8.1f}±{mon['expected_effect_se']:<5.1f} "
                 f"{mon['expected_null']:>12.1f} {mon['cap']:>5} {_money(mon['dollars_effect']):>10} "
@@ -576,6 +622,21 @@ def _offered(upper: float | None, level: float) -> str:
     return f"  {NOT_OFFERED}" if upper is not None and upper > level else ""
 
 
+def _valid_fixed_row(mon: Mapping[str, Any]) -> list[str]:
+    """A composite null's fixed design valid for it (the one-sided t-test against the null interval's end, at the
+    size reaching the target on the choosing pools; the group-sequential row below tests the same), measured on
+    the fresh pools; none for another null."""
+    fm = mon.get("fixed_measured") or {}
+    if not fm.get("test"):
+        return []
+    n, per = fm["n"], mon.get("dollars_per_unit")
+    money = _money(None if per is None else per * n)
+    return [f"  {'fixed, valid':<16} {n:>14} {n:>12} {n:>5} {money:>10} {money:>10} "
+            f"{fm['power']:>7.3f}±{fm['power_se']:.3f} {fm['null_rejection']:>8.4f}≤{fm['null_upper']:.4f}",
+            f"  fixed, valid: the {fm['test']}, valid for the same null (type-I on the {fm['null_studies']}); the "
+            "fixed plan's t-test against 0 above is not valid over the nuisance region"]
+
+
 def _pooled_sequential_row(mon: Mapping[str, Any]) -> list[str]:
     """The group-sequential design computed on the monitor's pools (:mod:`~cogtestbed.
     planning.kinds.monitor.monitor_gs`), where the plan has none of its own: its row and its boundary."""
@@ -609,6 +670,18 @@ def _measured_lines(mon: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: The most a monitor may cost over its fixed design at equal power under the effect and still be recommended.
+DEARER_BAR = 0.10
+
+
+def recommended(mon: Mapping[str, Any]) -> str:
+    """``fixed`` where the monitor costs more than :data:`DEARER_BAR` over the fixed test at equal power under the
+    effect (its saving below ``-DEARER_BAR`` on the fresh pools), else ``monitor`` (also where no equal-power
+    comparison was measured)."""
+    saving = mon.get("saving") if mon.get("equal_power") else None
+    return "fixed" if saving is not None and math.isfinite(saving) and saving < -DEARER_BAR else "monitor"
+
+
 def _equal_power_lines(mon: Mapping[str, Any], units: str) -> list[str]:
     """The comparator at equal power (the fixed test sized for the monitor's own fresh power), both powers,
     and the expected savings with their joint intervals."""
@@ -619,7 +692,10 @@ def _equal_power_lines(mon: Mapping[str, Any], units: str) -> list[str]:
     return [f"  at equal power: the fixed {eq['test']} needs {eq['fixed_size']:.1f}±{eq['fixed_size_se']:.1f} "
             f"{units} for the monitor's power {eq['sequential_power']:.3f}±{eq['sequential_power_se']:.3f} (its power "
             f"at {whole}: {eq['fixed_power']:.3f}±{eq['fixed_power_se']:.3f}; both on the fresh pools)",
-            "  expected saving against it: " + _saving(mon, "effect") + "; " + _saving(mon, "null")]
+            "  expected saving against it: " + _saving(mon, "effect") + "; " + _saving(mon, "null")] + (
+        [f"  recommended: the fixed design. At equal power the monitor costs {-100 * mon['saving']:.1f}% more "
+         f"{units} under the effect, over the {100 * DEARER_BAR:g}% its stopping at any time may cost; monitor "
+         "only where a look at any time is needed"] if recommended(mon) == "fixed" else [])
 
 
 def _saving(mon: Mapping[str, Any], under: str) -> str:
@@ -664,8 +740,7 @@ def write_monitor(payload: Mapping[str, Any], out: Path) -> dict[str, Path]:
     return {**files, "monitor": dest}
 
 
-__all__ = ["BATCHES", "MAX_FACTOR", "POOL_FACTOR", "check_monitor", "choose_test", "design_table",
-           "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_protocol",
-           "monitor_section", "operate",
-           "rate_and_se", "run_monitor", "statistic_bounds", "studies", "subject_pool", "unit_array", "upper_bound",
-           "write_monitor"]
+__all__ = ["BATCHES", "DEARER_BAR", "MAX_FACTOR", "POOL_FACTOR", "at_null_end", "check_monitor", "choose_test",
+           "design_table", "designs_on_pools", "hypothesis_pool", "metric_pool", "monitor_lines", "monitor_protocol",
+           "monitor_section", "operate", "rate_and_se", "recommended", "run_monitor", "statistic_bounds", "studies",
+           "subject_pool", "unit_array", "upper_bound", "write_monitor"]

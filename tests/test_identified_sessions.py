@@ -142,7 +142,8 @@ def test_the_horizon_default_subject_is_judged_by_the_rule() -> None:
     assert check.identified_at(default) == [p for p in check.parameters if p not in check.not_identified]
     assert check.not_identified == ["bonus_h6"] and 0.5 < check.ratio_at(default)["bonus_h6"] < 0.6
     line = check.default_subject()
-    assert line is not None and "identifies bonus_h1, temperature_h1, temperature_h6, bias; not bonus_h6 (se_ratio" in line
+    assert line is not None
+    assert "identifies bonus_h1, temperature_h1, temperature_h6, bias; not bonus_h6 (se_ratio" in line
     assert line in check.summary().splitlines()
     assert identifiability("horizon", "info-bonus", design={"reward_sd": 8.0}, draws=0).default_subject() is None
 

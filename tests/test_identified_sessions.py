@@ -158,6 +158,15 @@ def test_fit_names_what_the_rule_does_not_identify() -> None:
     assert "expect r under 0.89" in ours[0]
 
 
+def test_recover_names_what_the_rule_does_not_identify() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ct.recover("horizon", "info-bonus", subjects=2, reps=1, runs=10, seed=0, workers=1)
+    ours = [str(w.message) for w in caught if issubclass(w.category, IdentificationWarning)]
+    assert len(ours) == 1 and "a subject of 10 session(s) does not identify bonus_h1" in ours[0]
+    assert ours[0].endswith("recovered anyway (expect r under 0.89 for them)")
+
+
 @pytest.mark.slow
 def test_the_shipped_rule_table_is_the_checks() -> None:
     """``python -m cogtestbed.identifiability rule`` rewrites it."""

@@ -37,7 +37,9 @@ unconstrained scale, mapped to its natural value) and over **population draws**:
   sessions does (the parameter is **not identified up to** that many sessions).
 
 :attr:`DesignInformation.suggested_sessions` is the largest ``sessions_for_tolerance``: the fewest sessions a
-subject at which every parameter the rule can reach within the cap is identified.
+subject at which every parameter the rule can reach within the cap is identified.  At the experiment's default
+design, :meth:`DesignInformation.default_subject` says what the experiment's default subject (the sessions
+``simulate`` gives a subject) identifies by the rule, and each parameter's ``se_ratio`` there that it does not.
 
 Rank and condition number are those of the per-session expected information at the prior median
 (scaled to unit diagonal, so that a parameter's units do not matter).  A parameter is **rank-deficient at the

@@ -111,6 +111,7 @@ def test_check_design_prints_one_games_se_and_the_games_for_the_tolerance() -> N
         assert row["sessions_to_identify"] >= 1
         assert row["sessions_for_tolerance"] is None or row["sessions_for_tolerance"] >= row["sessions_to_identify"]
     assert out["not_identified"] == [r["parameter"] for r in out["parameters"] if r["sessions_for_tolerance"] is None]
+    assert out["default_subject"].startswith("default subject (1000 session(s)")
 
 
 @pytest.mark.slow

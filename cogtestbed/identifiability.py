@@ -37,7 +37,9 @@ unconstrained scale, mapped to its natural value) and over **population draws**:
   sessions does (the parameter is **not identified up to** that many sessions).
 
 :attr:`DesignInformation.suggested_sessions` is the largest ``sessions_for_tolerance``: the fewest sessions a
-subject at which every parameter the rule can reach within the cap is identified.
+subject at which every parameter the rule can reach within the cap is identified.  At the experiment's default
+design, :meth:`DesignInformation.default_subject` says what the experiment's default subject (the sessions
+``simulate`` gives a subject) identifies by the rule, and each parameter's ``se_ratio`` there that it does not.
 
 Rank and condition number are those of the per-session expected information at the prior median
 (scaled to unit diagonal, so that a parameter's units do not matter).  A parameter is **rank-deficient at the
@@ -124,6 +126,9 @@ class DesignInformation:
     regular_share: float = 1.0
     #: Population draws the SE was taken over (0: the prior median only).
     draws: int = 0
+    #: The sessions ``simulate`` gives a subject of the experiment by default (None: the design is not the
+    #: experiment's default, so its default subject is not judged).
+    default_sessions: int | None = None
 
     @property
     def parameters(self) -> list[str]:
@@ -154,6 +159,33 @@ class DesignInformation:
         """Parameters no subject of up to :data:`MAX_SUGGESTED_SESSIONS` sessions identifies by the rule."""
         return [str(p) for p, k in zip(self.table["parameter"], self.table["sessions_for_tolerance"], strict=True)
                 if pd.isna(k)]
+
+    def ratio_at(self, sessions: int) -> dict[str, float]:
+        """Each parameter's ``se_ratio`` for a subject of ``sessions`` sessions (the SE falls as 1/√K; inf: the
+        population's SE is not finite)."""
+        scale = math.sqrt(self.sessions / sessions)
+        return {str(p): (float(r) * scale if pd.notna(r) else math.inf)
+                for p, r in zip(self.table["parameter"], self.table["se_ratio"], strict=True)}
+
+    def identified_at(self, sessions: int) -> list[str]:
+        """The parameters a subject of ``sessions`` sessions identifies by the rule (full rank, and its
+        ``se_ratio`` at that many sessions at most the tolerance)."""
+        ratio = self.ratio_at(sessions)
+        return [str(p) for p, k in zip(self.table["parameter"], self.table["sessions_to_identify"], strict=True)
+                if pd.notna(k) and int(k) <= sessions and ratio[str(p)] <= self.tolerance]
+
+    def default_subject(self) -> str | None:
+        """One line: what the experiment's default subject (:attr:`default_sessions`) identifies by the rule
+        and, for each parameter it does not, its ``se_ratio`` there against the tolerance (None: not judged)."""
+        k = self.default_sessions
+        if k is None:
+            return None
+        ok = self.identified_at(k)
+        ratio = self.ratio_at(k)
+        missing = [f"{p} (se_ratio {ratio[p]:.2f} > {self.tolerance:g})" if math.isfinite(ratio[p])
+                   else f"{p} (no finite SE)" for p in self.parameters if p not in ok]
+        return (f"default subject ({k} session(s), what simulate gives a subject): identifies "
+                f"{', '.join(ok) if ok else 'no parameter'}" + (f"; not {', '.join(missing)}" if missing else ""))
 
     @property
     def rule(self) -> str:
@@ -197,7 +229,9 @@ class DesignInformation:
         shown = self.table[cols].astype(object)
         body = shown.where(shown.notna(), "null").to_string(index=False, float_format=lambda x: f"{x:.4g}")
         refusal = self.refusal()
-        return "\n".join([head, self.rule, body, self.suggestion(), *([refusal] if refusal else [])])
+        default = self.default_subject()
+        return "\n".join([head, self.rule, body, self.suggestion(), *([default] if default else []),
+                          *([refusal] if refusal else [])])
 
 
 def _number(x: float) -> str:
@@ -221,6 +255,7 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
         raise InputError(f"tolerance must be a positive number, got {tolerance}")
     if draws < 0:
         raise InputError(f"draws must be at least 0, got {draws}")
+    default_sessions = int(exp.subject_sessions) if design is None else None
     design = _design(exp, design)
     params = list(fitter.parameters)
     rng = np.random.default_rng(seed)
@@ -245,7 +280,7 @@ def identifiability(experiment: str | Any, model: str, design: Any = None, sessi
     sessions_info = chained[:, :, 0].reshape(-1, *chained.shape[3:])
     regular = float(np.mean([bool(np.all(np.linalg.eigvalsh(h) > 0)) for h in sessions_info]))
     return DesignInformation(exp.name, fitter.name, sessions, int(design.n_trials), tolerance, table, rank, cond,
-                             info, regular, len(points))
+                             info, regular, len(points), default_sessions)
 
 
 def implied_r(tolerance: float) -> float:
@@ -497,14 +532,42 @@ def shipped_table(experiments: list[str] | None = None) -> dict[str, dict[str, d
     return out
 
 
-def write_shipped() -> None:
-    """Write :data:`cogtestbed.identified_sessions.SHIPPED` (``python -m cogtestbed.identifiability``)."""
+#: Experiments whose default subject the shipped rule table covers (:func:`shipped_rule`): those whose default
+#: subject is several sessions (the rule's 32 population draws cost seconds a model, too many for every model).
+RULE_EXPERIMENTS = ("horizon",)
+
+
+def shipped_rule(experiments: list[str] | None = None) -> dict[str, dict[str, dict[str, int | None]]]:
+    """Each of :data:`RULE_EXPERIMENTS`' models' ``sessions_for_tolerance`` per parameter at the default design
+    (the rule: :func:`identifiability`'s defaults, seed 0, one session), as
+    :data:`cogtestbed.identified_sessions.SHIPPED_RULE` ships them."""
+    from cogtestbed.registry import get_experiment
+
+    out: dict[str, dict[str, dict[str, int | None]]] = {}
+    for name in experiments or list(RULE_EXPERIMENTS):
+        exp = get_experiment(name)
+        out[name] = {}
+        for model in exp.models:
+            result = identifiability(exp, model, None, sessions=1, seed=0)
+            out[name][model] = {str(p): (None if pd.isna(k) else int(k))
+                                for p, k in zip(result.table["parameter"], result.table["sessions_for_tolerance"],
+                                                strict=True)}
+    return out
+
+
+def write_shipped(rule_only: bool = False) -> None:
+    """Write :data:`cogtestbed.identified_sessions.SHIPPED` and :data:`~cogtestbed.identified_sessions.SHIPPED_RULE`
+    (``python -m cogtestbed.identifiability``; ``rule_only``: the second only, ``... rule``)."""
     import json
 
-    from cogtestbed.identified_sessions import SHIPPED
+    from cogtestbed.identified_sessions import SHIPPED, SHIPPED_RULE
 
-    SHIPPED.write_text(json.dumps(shipped_table(), indent=1) + "\n")
+    if not rule_only:
+        SHIPPED.write_text(json.dumps(shipped_table(), indent=1) + "\n")
+    SHIPPED_RULE.write_text(json.dumps(shipped_rule(), indent=1) + "\n")
 
 
 if __name__ == "__main__":
-    write_shipped()
+    import sys
+
+    write_shipped(rule_only=sys.argv[1:] == ["rule"])

@@ -7,6 +7,12 @@ experiment × model at the experiment's default design, read without importing a
 :data:`cogtestbed.identifiability.MAX_SESSIONS` sessions identifies it), written by ``python -m
 cogtestbed.identifiability``.  ``plan`` refuses from it in well under a second where the request alone decides
 (a model target at the default design); ``simulate`` and ``fit`` warn from it once.
+
+``identified_rule.json`` holds, for the experiments of :data:`cogtestbed.identifiability.RULE_EXPERIMENTS`,
+each parameter's ``sessions_for_tolerance``: the fewest sessions a subject that identify it by the design
+check's rule (expected SE over the population at most 0.5 x the population's SD: r about 0.89; null: not up to
+:data:`cogtestbed.identifiability.MAX_SUGGESTED_SESSIONS`).  ``fit`` reads it to say which parameters a table's
+subjects are too small for (:func:`rule_line`), even where they are of full rank.
 """
 
 from __future__ import annotations
@@ -17,6 +23,12 @@ from pathlib import Path
 
 #: The shipped table (:func:`shipped_sessions`).
 SHIPPED = Path(__file__).with_name("identified_sessions.json")
+#: The shipped rule table (:func:`rule_line`).
+SHIPPED_RULE = Path(__file__).with_name("identified_rule.json")
+#: The rule's tolerance, implied r and cap (those of :mod:`cogtestbed.identifiability`, repeated so that reading the
+#: table imports no numerical package).
+RULE_WORDS = "expected SE at most 0.5 x the population's SD: r about 0.89"
+RULE_CAP = 1000
 
 
 @functools.cache
@@ -25,6 +37,33 @@ def _shipped() -> dict[str, dict[str, dict[str, int | None]]]:
         return {}
     data: dict[str, dict[str, dict[str, int | None]]] = json.loads(SHIPPED.read_text())
     return data
+
+
+@functools.cache
+def _shipped_rule() -> dict[str, dict[str, dict[str, int | None]]]:
+    if not SHIPPED_RULE.exists():
+        return {}
+    data: dict[str, dict[str, dict[str, int | None]]] = json.loads(SHIPPED_RULE.read_text())
+    return data
+
+
+def rule_line(experiment: str, model: str, sessions: int, word: str = "session(s)") -> str | None:
+    """One line naming the parameters a subject of ``sessions`` sessions of the default design does not identify
+    by the design check's rule, with the sessions the check suggests (None: it identifies every parameter, or no
+    rule is shipped for the pair)."""
+    need = _shipped_rule().get(experiment, {}).get(model)
+    if need is None:
+        return None
+    missing = [p for p, k in need.items() if k is None or k > sessions]
+    if not missing:
+        return None
+    reached = [int(k) for k in need.values() if k is not None]
+    never = [p for p, k in need.items() if k is None]
+    suggested = (f"the check suggests {max(reached)} sessions a subject (--sessions {max(reached)})" if reached
+                 else "no size the check tries identifies any")
+    tail = f"; not identified up to {RULE_CAP} sessions: {', '.join(never)}" if never else ""
+    return (f"{experiment} / {model}: by the design check's rule ({RULE_WORDS}) a subject of {sessions} {word} "
+            f"does not identify {', '.join(missing)}; {suggested}{tail}")
 
 
 def shipped_sessions(experiment: str, model: str) -> dict[str, int | None] | None:
@@ -70,14 +109,20 @@ class IdentificationWarning(UserWarning):
     """Subjects whose sessions do not identify every parameter of a model (``simulate`` and ``fit`` go on)."""
 
 
-def warn_unidentified(experiment: str, model: str, sessions: int, what: str) -> str | None:
+def warn_unidentified(experiment: str, model: str, sessions: int, what: str,
+                      rule_what: str | None = None) -> str | None:
     """Warn once (one :class:`IdentificationWarning`, one line) where a subject of ``sessions`` sessions of the
-    default design does not identify a parameter of ``model``; ``what``: how the line ends (what the caller
-    does anyway).  Returns the line (None: nothing to warn)."""
+    default design does not identify a parameter of ``model``: rank-deficient (:func:`refusal_line`) or, with
+    ``rule_what`` given, of full rank but not identified by the design check's rule (:func:`rule_line`);
+    ``what`` (``rule_what``): how the line ends (what the caller does anyway).  Returns the line (None: nothing to
+    warn)."""
     import warnings
 
     line = refusal_line(experiment, model, sessions)
     if line is not None:
         line = f"{line}; {what}"
+    elif rule_what is not None and (ruled := rule_line(experiment, model, sessions)) is not None:
+        line = f"{ruled}; {rule_what}"
+    if line is not None:
         warnings.warn(line, IdentificationWarning, stacklevel=3)
     return line

@@ -77,7 +77,7 @@ class SubjectSessions:
         None, name="sessions", flags=("--sessions",), min=1, max=100_000,
         help="Sessions (games, blocks, runs) of each subject, all with the subject's one parameter set: the table "
              "numbers them `session` 0..K-1 under one `subject`, as `fit` reads them (default: the experiment's "
-             "default subject: horizon 10 games, the fewest that identify its model; 1 elsewhere).")
+             "default subject: horizon 1000 games, CogBench's, over the design check's suggested size; 1 elsewhere).")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,8 +6,9 @@ true values of ``recover --sampler uniform``), the subject plays ``--games`` gam
 sessions=K)``), and the hierarchical model is fitted to all of them (``ct.fit(..., method="hierarchical")``).
 Printed: the design check's verdict at that many games (:func:`cogtestbed.identifiability`: ``identified`` by
 its rule), Pearson r between each subject's true value and its posterior mean (on the scale a recovery scores
-r on: the log for the temperatures), and the largest R-hat of the posterior.  ``--games 0``: the check's
-suggested games a subject.
+r on: the log for the temperatures), the largest R-hat of the posterior, and what ``ct.fit`` told the user about
+the design (its one-line :class:`~cogtestbed.identified_sessions.IdentificationWarning`: the parameters the check's
+rule does not identify at that many games).  ``--games 0``: the check's suggested games a subject.
 
     nice .venv/bin/python benchmarks/studies/horizon_hierarchical.py --subjects 30 --games 10
     nice .venv/bin/python benchmarks/studies/horizon_hierarchical.py --subjects 30 --games 0
@@ -34,8 +35,19 @@ def true_parameters(subjects: int, seed: int) -> dict[str, np.ndarray]:
 
 
 def measure(subjects: int = 30, games: int = 10, draws: int = 1000, chains: int = 4, seed: int = 0) -> dict[str, Any]:
-    """The check's verdict, r per parameter (true against posterior mean) and the largest R-hat."""
+    """The check's verdict, r per parameter (true against posterior mean), the largest R-hat and the fit's
+    warnings."""
+    return run(subjects, games, draws, chains, seed)[0]
+
+
+def run(subjects: int = 30, games: int = 10, draws: int = 1000, chains: int = 4,
+        seed: int = 0) -> tuple[dict[str, Any], Any]:
+    """(:func:`measure`'s figures, the hierarchical fit)."""
+    import warnings
+
     import arviz as az
+
+    from cogtestbed.identified_sessions import IdentificationWarning
 
     if games == 0:
         games = identifiability("horizon", "info-bonus", seed=seed).suggested_sessions or 1
@@ -44,7 +56,10 @@ def measure(subjects: int = 30, games: int = 10, draws: int = 1000, chains: int 
     truth = true_parameters(subjects, seed)
     table = ct.simulate("horizon", "info-bonus", subjects=subjects, sessions=games, seed=seed + 1,
                         params={k: v.tolist() for k, v in truth.items()})
-    fit = ct.fit("horizon", table, "info-bonus", method="hierarchical", draws=draws, chains=chains, seed=seed)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", IdentificationWarning)
+        fit = ct.fit("horizon", table, "info-bonus", method="hierarchical", draws=draws, chains=chains, seed=seed)
+    told = [str(w.message) for w in caught if issubclass(w.category, IdentificationWarning)]
     post = fit.idata.posterior
     order = np.argsort(post.coords["subject"].values.astype(int))
     r = {p: float(np.corrcoef(scored_values(params[p], truth[p]),
@@ -53,7 +68,7 @@ def measure(subjects: int = 30, games: int = 10, draws: int = 1000, chains: int 
     rhat = az.rhat(post)
     return {"subjects": subjects, "games": games, "draws": draws, "chains": chains,
             "identified": dict(zip(check.parameters, map(bool, check.table["identified"]), strict=True)),
-            "r": r, "max_rhat": float(max(float(rhat[v].max()) for v in rhat.data_vars))}
+            "r": r, "max_rhat": float(max(float(rhat[v].max()) for v in rhat.data_vars)), "told": told}, fit
 
 
 def main() -> None:

@@ -588,12 +588,14 @@ def _warn_unidentified(exp: ExperimentSpec, agent: str, default_design: bool, se
 
 def _warn_fit_sessions(exp: ExperimentSpec, model: str, table: pd.DataFrame) -> None:
     """Warn once where the table's subject with the fewest sessions would not identify a parameter of ``model``
-    at the experiment's default design (:func:`cogtestbed.identified_sessions.warn_unidentified`)."""
+    at the experiment's default design, rank-deficient or not identified by the design check's rule
+    (:func:`cogtestbed.identified_sessions.warn_unidentified`)."""
     from cogtestbed.identified_sessions import warn_unidentified
 
     if len(table) and {"subject", "session"} <= set(table.columns):
         fewest = int(table.groupby("subject", sort=False)["session"].nunique().min())
-        warn_unidentified(exp.name, model, fewest, "fitted anyway (its estimates are not identified)")
+        warn_unidentified(exp.name, model, fewest, "fitted anyway (its estimates are not identified)",
+                          "fitted anyway (expect r under 0.89 between true values and their estimates)")
 
 
 def with_units(fits: pd.DataFrame, table: pd.DataFrame, units: Any) -> pd.DataFrame:

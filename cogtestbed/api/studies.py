@@ -343,8 +343,11 @@ def recover(experiment: str | ExperimentSpec | None, model: str, **options: Any)
 
 def _refuse_unidentified(spec: Any) -> None:
     """Refuse, before any simulation, a recovery whose subjects' design does not identify a parameter of its
-    model (:func:`cogtestbed.identifiability.refuse_unidentified`, at each size's smallest subject)."""
+    model (:func:`cogtestbed.identifiability.refuse_unidentified`, at each size's smallest subject); at the
+    default design, warn once where they are of full rank but smaller than the design check's rule asks
+    (:func:`cogtestbed.identified_sessions.warn_unidentified`)."""
     from cogtestbed.identifiability import refuse_unidentified
+    from cogtestbed.identified_sessions import warn_unidentified
     from cogtestbed.registry import get_experiment
     from cogtestbed.studies.study_data import design_for_trials
 
@@ -352,6 +355,9 @@ def _refuse_unidentified(spec: Any) -> None:
     for trials in spec.trials:
         refuse_unidentified(exp, spec.models[0], design_for_trials(exp, trials, spec.design), min(spec.runs),
                             flag="--runs")
+    if not spec.design and all(t is None for t in spec.trials):
+        warn_unidentified(exp.name, spec.models[0], min(spec.runs), "recovered anyway",
+                          "recovered anyway (expect r under 0.89 for them)")
 
 
 @public(legacy=model_first("models"))

@@ -52,7 +52,7 @@ def check_design(req: CheckDesignRequest) -> None:
                     "rank": result.rank, "condition_number": result.condition_number,
                     "smallest_sessions": result.smallest_sessions, "refusal": result.refusal(),
                     "rule": result.rule, "suggested_sessions": result.suggested_sessions,
-                    "not_identified": result.not_identified,
+                    "not_identified": result.not_identified, "default_subject": result.default_subject(),
                     "parameters": result.table.astype(object).where(result.table.notna(), None)
                     .to_dict(orient="records")})
         return

@@ -49,7 +49,9 @@ SPEC = ExperimentSpec(
     importers=cogbench_importer(import_horizon, HORIZON_COLUMNS, HORIZON_EXCLUDED,
                                 file_columns={"action": "choice"}),
     pooling_unit="session",
-    subject_sessions=10,  # one game has one free choice in the likelihood; ten identify the five parameters
+    # CogBench released 1000 games a model (GPT-4, text-davinci-003; 10,000 for Claude and LLaMA-2); the design
+    # check suggests 963 for info-bonus (every parameter but bonus_h6, se_ratio 0.52 at 1000: `check-design`)
+    subject_sessions=1000,
     studies=(
         StudyDecl("recovery", "information-bonus agent from 1000 pooled games", model="info-bonus", runs=(1000,),
                   subjects=(5,), sampler="uniform",

@@ -169,6 +169,24 @@ def test_start_grid_kernel_is_bit_for_bit_the_value_function() -> None:
         assert got[r] == -total
 
 
+def test_a_groups_shared_grid_is_each_subjects_own() -> None:
+    """40 deciders of one design share their lottery pairs: the group's start-grid NLL computed at once
+    (each distinct pair's terms once) are, bit for bit, each subject's own (:meth:`nll_many`), and so are
+    the fits (one subject fitted alone against the group's fit)."""
+    model = MODELS["prospect-theory"]
+    true = prior_draws(model.parameters, 40, np.random.default_rng(2))
+    table = simulate(get_experiment("risky-choice"), "prospect-theory", 40, 2, params=true)
+    data = list(model.subject_data(table).values())
+    shared = model.grid_nlls(data)
+    assert shared is not None
+    for d, nll in zip(data, shared, strict=True):
+        np.testing.assert_array_equal(nll, model.nll_many(model.start_grid(), d))
+    alone = model.fit_mle(table[table["subject"] == table["subject"].iloc[0]])
+    together = model.fit_mle(table).iloc[:1]
+    np.testing.assert_array_equal(alone[["lambda", "alpha", "theta", "nll"]].to_numpy(),
+                                  together[["lambda", "alpha", "theta", "nll"]].to_numpy())
+
+
 def test_fits_are_the_recorded_ones() -> None:
     """Per-subject MLE of six simulated deciders (98 trials) equal those the fit gave before its start
     grid's kernel computed each magnitude's value once per α (recorded from that code, 29 Nov 2026):

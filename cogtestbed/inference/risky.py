@@ -254,12 +254,12 @@ def pt_nll_rows_kernel(theta: np.ndarray, choice: np.ndarray, outcomes: np.ndarr
 
 @njit(cache=True)
 def pt_grid_table(theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """log σ(θ·(V₁ − V₂)) (``[..., 0]``: the first lottery chosen) and log σ(θ·(−(V₁ − V₂)))
-    (``[..., 1]``: the second) at each row (λ, α, θ) of ``theta`` (m, 3) and each outcome row of
-    ``rows`` (u, 4): every term of :func:`pt_nll_rows_kernel` for subjects whose trials are among
-    ``rows``, computed as it computes them (``table`` (m, u, 2), :func:`pt_grid_sums`)."""
+    """log σ(θ·(V₁ − V₂)) (``[k, 0, r]``: the first lottery chosen) and log σ(θ·(−(V₁ − V₂)))
+    (``[k, 1, r]``: the second) of each outcome row ``k`` of ``rows`` (u, 4) at each row ``r`` (λ, α, θ)
+    of ``theta`` (m, 3): every term of :func:`pt_nll_rows_kernel` for subjects whose trials are among
+    ``rows``, computed as it computes them (``table`` (u, 2, m), :func:`pt_grid_sums`)."""
     m, u = theta.shape[0], rows.shape[0]
-    out = np.empty((m, u, 2))
+    out = np.empty((u, 2, m))
     diff = np.empty(u)
     lam_prev, alpha_prev = np.nan, np.nan
     for r in range(m):
@@ -270,24 +270,28 @@ def pt_grid_table(theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
             lam_prev, alpha_prev = lam, alpha
         for k in range(u):
             d = diff[k]
-            out[r, k, 0] = log_sigmoid(th * d)
-            out[r, k, 1] = log_sigmoid(th * -d)
+            out[k, 0, r] = log_sigmoid(th * d)
+            out[k, 1, r] = log_sigmoid(th * -d)
     return out
 
 
 @njit(cache=True)
 def pt_grid_sums(table: np.ndarray, row_id: np.ndarray, choice: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Each subject's −Σ log P(choice) at every row of a :func:`pt_grid_table` (subjects, m): subject
-    ``i``'s valid trials are ``offsets[i]:offsets[i + 1]``, trial ``t`` the outcome row ``row_id[t]``
-    and answer ``choice[t]``; summed in trial order, as :func:`pt_nll_rows_kernel` sums them."""
-    m, s = table.shape[0], offsets.shape[0] - 1
+    """Each subject's −Σ log P(choice) at every grid row of a :func:`pt_grid_table` (subjects, m):
+    subject ``i``'s valid trials are ``offsets[i]:offsets[i + 1]``, trial ``t`` the outcome row
+    ``row_id[t]`` and answer ``choice[t]``; each grid row's terms summed in trial order, as
+    :func:`pt_nll_rows_kernel` sums them (a trial's terms of every grid row are contiguous)."""
+    m, s = table.shape[2], offsets.shape[0] - 1
     out = np.empty((s, m))
+    total = np.empty(m)
     for i in range(s):
+        total[:] = 0.0
+        for t in range(offsets[i], offsets[i + 1]):
+            terms = table[row_id[t], choice[t]]
+            for r in range(m):
+                total[r] += terms[r]
         for r in range(m):
-            total = 0.0
-            for t in range(offsets[i], offsets[i + 1]):
-                total += table[r, row_id[t], choice[t]]
-            out[i, r] = -total
+            out[i, r] = -total[r]
     return out
 
 
@@ -362,10 +366,12 @@ class _RiskyModel(CognitiveModel):
         counts = [c.shape[0] for c, _ in arrays]
         if sum(counts) == 0:
             return None
-        rows, row_id = np.unique(np.concatenate([o for _, o in arrays]), axis=0, return_inverse=True)
-        if 2 * rows.shape[0] >= sum(counts):
+        outcomes = np.ascontiguousarray(np.concatenate([o for _, o in arrays]), dtype=np.float64)
+        keys = outcomes.view(np.dtype((np.void, 8 * outcomes.shape[1]))).ravel()  # a row's bytes: exact
+        _, first, row_id = np.unique(keys, return_index=True, return_inverse=True)
+        if 2 * first.size >= sum(counts):
             return None
-        table = pt_grid_table(self.grid_columns(self.start_grid()), np.ascontiguousarray(rows))
+        table = pt_grid_table(self.grid_columns(self.start_grid()), np.ascontiguousarray(outcomes[first]))
         choice = np.concatenate([c for c, _ in arrays]).astype(np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         return list(pt_grid_sums(table, np.ascontiguousarray(row_id.reshape(-1), dtype=np.int64), choice, offsets))

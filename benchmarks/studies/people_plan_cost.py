@@ -7,8 +7,9 @@ many fresh ones at the chosen design (plus the search's).  So its CPU is, to a f
 per-subject fits times the CPU of one.  This script prints:
 
 * ``fits``: the CPU of one prospect-theory fit at 98 trials (282 simulated deciders of the Spektor
-  design, best of ``--repeats``), split into the start grid's NLL (9 × 9 × 9 rows, the row kernel), the
-  BFGS from the best starts, and the rest (Python: data packing, start order, results);
+  design, best of ``--repeats``), split into the start grid's NLL (9 × 9 × 9 rows: the group's at once
+  where the model shares its terms, ``grid_shared``, else each subject's row kernel), the BFGS from the
+  best starts, and the rest (Python: data packing, start order, results);
 * ``floor``: the fits the headline plan's calibration alone makes (null and fresh studies × (people +
   the LLM's subjects at the largest size searched)) and the CPU they take at that rate: the least the
   plan can cost on this machine while every study fits its own people;
@@ -65,7 +66,12 @@ def fit_cpu(repeats: int) -> dict[str, float]:
         order = model.start_order(model.nll_many(grid, d))[:model.n_starts]
         starts.append((np.ascontiguousarray(model._unconstrained_grid()[order]), model.objective_args(d)))
 
+    shared = getattr(model, "grid_nlls", lambda _: None)(data) is not None  # the group's grid at once
+
     def grids() -> None:
+        if shared:
+            model.grid_nlls(data)
+            return
         for d in data:
             model.nll_many(grid, d)
 
@@ -76,7 +82,8 @@ def fit_cpu(repeats: int) -> dict[str, float]:
     whole = best_cpu_of(lambda: model.fit_mle(table), repeats=repeats)
     g, b = best_cpu_of(grids, repeats=repeats), best_cpu_of(bfgs, repeats=repeats)
     ms = {k: round(1e3 * v / len(data), 3) for k, v in (("fit", whole), ("grid", g), ("bfgs", b))}
-    return {**ms, "rest": round(ms["fit"] - ms["grid"] - ms["bfgs"], 3), "subjects": len(data)}
+    return {**ms, "rest": round(ms["fit"] - ms["grid"] - ms["bfgs"], 3), "subjects": len(data),
+            "grid_shared": shared}
 
 
 def floor(per_fit_ms: float) -> dict[str, Any]:

@@ -197,3 +197,25 @@ def test_shahar_population_ships_fitted_by_gibbs_and_drives_simulate():
         assert medians[name] == pytest.approx(value, rel=1e-3), name
     table = ct.simulate("two-step", "hybrid", subjects=3, seed=1, population="human:shahar2019")
     assert table["subject"].nunique() == 3 and ct.true_parameters(table)["w"].nunique() == 3
+
+
+@pytest.mark.slow
+def test_a_reduced_people_plan_gives_the_recorded_figures(monkeypatch):
+    """A reduced plan of an LLM's λ against 30 of Spektor's people (10-40 LLM subjects, MC SE 0.1, 96 null
+    and fresh studies) prints the figures the code gave before a group's start grid was shared (recorded from
+    that code, seed 0, 29 Nov 2026; ``benchmarks/studies/people_plan_cost.py reduced``): the fits' speed-up
+    changed no figure.  About 100-140 CPU-s."""
+    import cogtestbed as ct
+    import cogtestbed.studies.people_level as people_level
+
+    monkeypatch.setattr(people_level, "MIN_NULL_STUDIES", 20)
+    p = ct.plan("risky-choice", model="prospect-theory", effect={"lambda": 1.0}, llm="openai:gpt-4o-mini",
+                population="human:spektor2024", subjects="10:40", mc_se=0.1, workers=1).payload
+    assert p["chosen"]["subjects"] == 33
+    cal = p["calibrated_test"]
+    assert (cal["null_sims"], cal["nominal_rejected"], cal["rejected"]) == (96, 6, 0)
+    assert cal["critical_p"] == pytest.approx(0.0027137733121132593, rel=1e-9)
+    assert cal["nominal_power"]["rate"] == pytest.approx(83 / 96) and cal["power"]["rate"] == pytest.approx(56 / 96)
+    cond = p["power_conditional"]
+    assert (cond["power"]["rate"], cond["null_rejection"]["rate"]) == pytest.approx((93 / 96, 2 / 96))
+    assert p["recovery"]["effect_bias"] == pytest.approx(0.039675674650474724, rel=1e-9)

@@ -461,14 +461,14 @@ class CognitiveModel(ABC):
             out.append(min(max(float(x), p.lower), p.upper))  # np.clip's result (NaN stays NaN), without its overhead
         return np.array(out)
 
-    def fit_subject(self, data: Any, n_starts: int | None = None) -> MLEResult:
-        """Multi-start fit of one subject (see module docstring).  A subject without a valid
-        observation has no estimate: NaN parameters, ``converged`` False."""
+    def fit_subject(self, data: Any, n_starts: int | None = None, grid_nll: np.ndarray | None = None) -> MLEResult:
+        """Multi-start fit of one subject (see module docstring; ``grid_nll``: its start grid's NLL where
+        known, :meth:`grid_nlls`).  A subject without a valid observation has no estimate: NaN parameters,
+        ``converged`` False."""
         if self.n_observations(data) == 0:
             nan = float("nan")
             return MLEResult({p: nan for p in self.parameters.names}, nan, 0, False, len(self.parameters))
-        n_starts = self.n_starts if n_starts is None else n_starts
-        return self._fit_numba(data, n_starts)
+        return self._fit_numba(data, self.n_starts if n_starts is None else n_starts, grid_nll)
 
     def require_observations(self, data: Mapping[Hashable, Any]) -> None:
         """Refuse to fit data in which no subject has a valid observation (one clear error)."""
@@ -505,8 +505,12 @@ class CognitiveModel(ABC):
         is_min[node[~(values[node] <= values[neighbour])]] = False
         return np.concatenate([order[is_min[order]], order[~is_min[order]]])
 
-    def _fit_numba(self, data: Any, n_starts: int) -> MLEResult:
-        grid_nll = self.nll_many(self.start_grid(), data)
+    def grid_nlls(self, subjects: Sequence[Any]) -> list[np.ndarray] | None:
+        """Each subject's :meth:`nll_many` of the start grid, computed together where that costs less; None: not."""
+        return None
+
+    def _fit_numba(self, data: Any, n_starts: int, grid_nll: np.ndarray | None = None) -> MLEResult:
+        grid_nll = self.nll_many(self.start_grid(), data) if grid_nll is None else grid_nll
         starts = np.ascontiguousarray(self._unconstrained_grid()[self.start_order(grid_nll)[:n_starts]])
         z, value, converged = mle_driver(self._kernel())(starts, self.objective_args(data), *self.bfgs_stop, np.inf)
         return self._result(self.to_natural(z), value, converged, data)
@@ -562,8 +566,9 @@ class CognitiveModel(ABC):
         shown = self._interval_names(intervals) if identify else []
         rows = []
         unit_phase(f"{self.name} fitted by maximum likelihood to each unit", len(keys))
+        grids = dict(zip(keys, self.grid_nlls([data[k] for k in keys]) or [], strict=False))  # same NLL, shared work
         for key in keys:
-            fit = self.fit_subject(data[key], n_starts=n_starts)
+            fit = self.fit_subject(data[key], n_starts, grids.get(key))
             fit = continued_fit(self, data[key], fit) if identify else fit  # judged where it stops: a bound
             unit_tick()
             row: dict[str, Any] = {"subject": key, **fit.params, "nll": fit.nll, "aic": fit.aic, "bic": fit.bic,
@@ -738,6 +743,7 @@ class _LapseMixin(CognitiveModel):
         return self.base_model.observation_mask(data.unlapsed)
 
     nll_many = CognitiveModel.nll_many
+    grid_nlls = CognitiveModel.grid_nlls
     start_grid = CognitiveModel.start_grid
     fit_subject = CognitiveModel.fit_subject
     pymc_model = CognitiveModel.pymc_model

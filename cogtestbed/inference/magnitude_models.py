@@ -167,7 +167,8 @@ class _MagnitudeModel(CognitiveModel):
         rss = float(((v - beta * u - c) ** 2).sum())
         return beta, c, rss, float(gauss_nll(rss, n) + data.log_w[data.valid].sum())
 
-    def fit_subject(self, data: MagnitudeData, n_starts: int | None = None) -> MLEResult:
+    def fit_subject(self, data: MagnitudeData, n_starts: int | None = None,
+                    grid_nll: np.ndarray | None = None) -> MLEResult:
         theta, nll = self._closed_form_fit(data)
         return self._result(theta, nll, True, data)
 

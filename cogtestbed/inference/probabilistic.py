@@ -157,7 +157,8 @@ class GeneralisedBayes(CognitiveModel):
         lo, hi = ESTIMATE_RANGE
         return -np.logaddexp(0.0, -y) - np.logaddexp(0.0, y) - np.log(hi - lo)
 
-    def fit_subject(self, data: JudgementData, n_starts: int | None = None) -> MLEResult:
+    def fit_subject(self, data: JudgementData, n_starts: int | None = None,
+                    grid_nll: np.ndarray | None = None) -> MLEResult:
         """Closed form: OLS in log-odds is the Gaussian MLE (``n_starts`` is not needed)."""
         n = data.y.shape[0]
         x = np.column_stack([data.x1, data.x2, np.ones(n)])

@@ -297,7 +297,7 @@ class DissonantModel(CognitiveModel):
                 rows.append(r)
         return np.array(rows)
 
-    def fit_subject(self, data: Any, n_starts: int | None = None) -> MLEResult:
+    def fit_subject(self, data: Any, n_starts: int | None = None, grid_nll: np.ndarray | None = None) -> MLEResult:
         """The base class's fit, then a plateau escape: an estimate beyond :data:`KAPPA_IDENTIFIED`
         on data with excluded outcomes is refitted from itself with κ reset to each of
         :data:`KAPPA_RESTARTS`, keeping the better optimum.  On the κ plateau ∂ℓ/∂κ ≈ 0, so a
@@ -305,7 +305,7 @@ class DissonantModel(CognitiveModel):
         the κ study this happened to 1 subject of 40 (true κ 10, estimate 49)."""
         from cogtestbed.inference.optim import mle_driver
 
-        fit = super().fit_subject(data, n_starts)
+        fit = super().fit_subject(data, n_starts, grid_nll)
         if not (fit.params["kappa"] > KAPPA_IDENTIFIED and np.any(data.feat[:, 5, :] != 0)):
             return fit
         theta = self.parameters.vector(fit.params)

@@ -33,7 +33,7 @@ subjects).  A share without trials that define it is null with its reason.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -207,26 +207,91 @@ def magnitude_ids(outcomes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def pt_nll_rows_kernel(theta: np.ndarray, choice: np.ndarray, outcomes: np.ndarray) -> np.ndarray:
+def pt_nll_rows_kernel(theta: np.ndarray, choice: np.ndarray, outcomes: np.ndarray,
+                       magnitude_id: np.ndarray) -> np.ndarray:
     """−Σ log P(choice) of one subject's valid answers at each row (λ, α, θ) of ``theta`` (m, 3):
-    :func:`pt_pointwise_kernel`'s log-likelihood without its gradient, and the value differences
-    V₁ − V₂ computed once per run of rows sharing (λ, α) (a start grid varies θ fastest), so a
-    9 × 9 × 9 grid costs 81 value differences per trial instead of 729."""
+    :func:`pt_pointwise_kernel`'s log-likelihood without its gradient.  The value differences
+    V₁ − V₂ are computed once per run of rows sharing (λ, α) (a start grid varies θ fastest), and
+    within them each distinct magnitude's A·(|o|/A)^α (``magnitude_id``, :func:`magnitude_ids`) once
+    per α, so a 9 × 9 × 9 grid costs 81 value differences per trial instead of 729 and 9 powers per
+    magnitude instead of 81 per outcome.  Every value is computed as :func:`value_difference`
+    computes it, in the same order: the NLL are bit for bit :func:`value_difference`'s."""
     m, n = theta.shape[0], choice.shape[0]
     out = np.empty(m)
     signed = np.empty(n)
-    lam_prev, alpha_prev = np.nan, np.nan
+    size = 1
+    for t in range(n):
+        for j in range(4):
+            size = max(size, magnitude_id[t, j] + 1)
+    value = np.empty(size)  # A·(|o|/A)^α of each magnitude at alpha_done
+    filled = np.zeros(size, dtype=np.bool_)
+    lam_prev, alpha_prev, alpha_done = np.nan, np.nan, np.nan
     for r in range(m):
         lam, alpha, th = theta[r, 0], theta[r, 1], theta[r, 2]
         if lam != lam_prev or alpha != alpha_prev:
+            if alpha != alpha_done:
+                filled[:] = False
+                alpha_done = alpha
             for t in range(n):
-                d, _, _ = value_difference(lam, alpha, outcomes[t])
+                d = 0.0
+                for j in range(4):
+                    o, k = outcomes[t, j], magnitude_id[t, j]
+                    if k < 0 or o == 0.0:
+                        continue
+                    if not filled[k]:
+                        value[k] = VALUE_ANCHOR * (abs(o) / VALUE_ANCHOR) ** alpha  # outcome_value's u, |u|
+                        filled[k] = True
+                    half = 0.5 if j < 2 else -0.5
+                    d += half * value[k] if o > 0.0 else half * (-lam * value[k])
                 signed[t] = d if choice[t] == 0 else -d
             lam_prev, alpha_prev = lam, alpha
         total = 0.0
         for t in range(n):
             total += log_sigmoid(th * signed[t])
         out[r] = -total
+    return out
+
+
+@njit(cache=True)
+def pt_grid_table(theta: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """log σ(θ·(V₁ − V₂)) (``[k, 0, r]``: the first lottery chosen) and log σ(θ·(−(V₁ − V₂)))
+    (``[k, 1, r]``: the second) of each outcome row ``k`` of ``rows`` (u, 4) at each row ``r`` (λ, α, θ)
+    of ``theta`` (m, 3): every term of :func:`pt_nll_rows_kernel` for subjects whose trials are among
+    ``rows``, computed as it computes them (``table`` (u, 2, m), :func:`pt_grid_sums`)."""
+    m, u = theta.shape[0], rows.shape[0]
+    out = np.empty((u, 2, m))
+    diff = np.empty(u)
+    lam_prev, alpha_prev = np.nan, np.nan
+    for r in range(m):
+        lam, alpha, th = theta[r, 0], theta[r, 1], theta[r, 2]
+        if lam != lam_prev or alpha != alpha_prev:
+            for k in range(u):
+                diff[k] = value_difference(lam, alpha, rows[k])[0]
+            lam_prev, alpha_prev = lam, alpha
+        for k in range(u):
+            d = diff[k]
+            out[k, 0, r] = log_sigmoid(th * d)
+            out[k, 1, r] = log_sigmoid(th * -d)
+    return out
+
+
+@njit(cache=True)
+def pt_grid_sums(table: np.ndarray, row_id: np.ndarray, choice: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Each subject's −Σ log P(choice) at every grid row of a :func:`pt_grid_table` (subjects, m):
+    subject ``i``'s valid trials are ``offsets[i]:offsets[i + 1]``, trial ``t`` the outcome row
+    ``row_id[t]`` and answer ``choice[t]``; each grid row's terms summed in trial order, as
+    :func:`pt_nll_rows_kernel` sums them (a trial's terms of every grid row are contiguous)."""
+    m, s = table.shape[2], offsets.shape[0] - 1
+    out = np.empty((s, m))
+    total = np.empty(m)
+    for i in range(s):
+        total[:] = 0.0
+        for t in range(offsets[i], offsets[i + 1]):
+            terms = table[row_id[t], choice[t]]
+            for r in range(m):
+                total[r] += terms[r]
+        for r in range(m):
+            out[i, r] = -total[r]
     return out
 
 
@@ -270,14 +335,46 @@ class _RiskyModel(CognitiveModel):
     def observation_mask(self, data: RiskyData) -> np.ndarray:
         return data.choice >= 0
 
+    def grid_columns(self, thetas: np.ndarray) -> np.ndarray:
+        """:meth:`kernel_theta` of the rows ``thetas`` (m, k), contiguous; of the start grid
+        (:meth:`start_grid` itself) computed once per model, as every fit's grid reads it."""
+        grid = self.start_grid()
+        if thetas is grid:
+            cached = self.__dict__.get("_grid_columns")
+            if cached is None:
+                cached = np.ascontiguousarray(self.kernel_theta(grid))
+                self._grid_columns: np.ndarray = cached
+            return cached
+        return np.ascontiguousarray(self.kernel_theta(np.atleast_2d(thetas)))
+
     def nll_many(self, thetas: np.ndarray, data: RiskyData) -> np.ndarray:
         """NLL at each row of ``thetas`` (:func:`pt_nll_rows_kernel`: the start grid of every MLE,
         the fit's main cost, without the generic path's tiled copies and unused gradients)."""
-        choice, outcomes = self.kernel_arrays(data)[:2]
-        full = np.ascontiguousarray(self.kernel_theta(np.atleast_2d(thetas)))
+        choice, outcomes, _, magnitude_id = self.kernel_arrays(data)
+        full = self.grid_columns(thetas)
         if choice.shape[0] == 0:
             return np.zeros(full.shape[0])
-        return np.asarray(pt_nll_rows_kernel(full, choice, outcomes))
+        return np.asarray(pt_nll_rows_kernel(full, choice, outcomes, magnitude_id))
+
+    def grid_nlls(self, subjects: Sequence[Any]) -> list[np.ndarray] | None:
+        """The start grid's NLL of every subject of ``subjects`` at once where they share their
+        lottery pairs (people of one design): each term log σ(±θ·(V₁ − V₂)) of each distinct pair
+        computed once for all of them (:func:`pt_grid_table`), each subject's NLL its sum in trial
+        order (:func:`pt_grid_sums`): the same numbers, bit for bit, as :meth:`nll_many` of each.
+        None where the subjects' distinct pairs are more than half their trials (no saving)."""
+        arrays = [self.kernel_arrays(d)[:2] for d in subjects]
+        counts = [c.shape[0] for c, _ in arrays]
+        if sum(counts) == 0:
+            return None
+        outcomes = np.ascontiguousarray(np.concatenate([o for _, o in arrays]), dtype=np.float64)
+        keys = outcomes.view(np.dtype((np.void, 8 * outcomes.shape[1]))).ravel()  # a row's bytes: exact
+        _, first, row_id = np.unique(keys, return_index=True, return_inverse=True)
+        if 2 * first.size >= sum(counts):
+            return None
+        table = pt_grid_table(self.grid_columns(self.start_grid()), np.ascontiguousarray(outcomes[first]))
+        choice = np.concatenate([c for c, _ in arrays]).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        return list(pt_grid_sums(table, np.ascontiguousarray(row_id.reshape(-1), dtype=np.int64), choice, offsets))
 
 
 class ProspectTheoryModel(_RiskyModel):

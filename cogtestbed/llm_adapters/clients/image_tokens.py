@@ -15,6 +15,7 @@ number of image tokens) are not counted, and the dry run says so.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Callable
@@ -73,8 +74,10 @@ IMAGE_TOKEN_RULES: dict[str, Callable[[int, int], int]] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def image_size(data: bytes) -> tuple[int, int]:
-    """(width, height) of encoded image bytes (the header only is read)."""
+    """(width, height) of encoded image bytes (the header only is read; cached by the bytes: a chat
+    history sends its earlier stimuli again at every step, and a dry run counts each of them)."""
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as img:

@@ -248,7 +248,10 @@ class Pricer:
         the stated error."""
         if n <= UNIT_SESSIONS or n * int(design.n_trials) <= EXACT_TRIALS:
             return self.exact(design, n)
-        return _sum_reports(scaled_reports(self.reports(design, UNIT_SESSIONS), n), "sampled")
+        sample = self.reports(design, UNIT_SESSIONS)
+        if any("prompt_tokens_by_session" not in r for r in sample):  # a pricer whose dry runs give no spread
+            return self.exact(design, n)
+        return _sum_reports(scaled_reports(sample, n), "sampled")
 
     def per_session(self, design: Any) -> Cost:
         """Cost of one session (mean of :data:`UNIT_SESSIONS` rendered sessions, per LLM summed)."""

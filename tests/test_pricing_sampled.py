@@ -1,5 +1,5 @@
 """A plan's fast pricing against the exhaustive dry run: a large design priced from the search's rendered
-sessions, scaled (``Pricer.priced``), stays within its stated 95 % bound of every session rendered
+sessions, scaled (``Pricer.priced``), stays within its stated 99 % bound of every session rendered
 (``Pricer.exact``); a sampled score's repeated requests counted once, ``n_samples`` times, count what they
 counted one by one."""
 
@@ -60,10 +60,10 @@ def test_scaled_report_counts_and_bound() -> None:
     assert "calls_range" not in out and "prompt_tokens_by_session" not in out
     se = 70.71067811865476 * (6 * 6 / 2 + 6) ** 0.5  # sd of (100, 200) x sqrt(n^2/k + n)
     assert out["sampled"]["prompt_tokens_se"] == round(se)
-    assert out["sampled"]["prompt_tokens_bound"] == pytest.approx(se * 12.706, rel=1e-3)  # t(0.975, 1 df)
+    assert out["sampled"]["prompt_tokens_bound"] == pytest.approx(se * 63.657, rel=1e-3)  # t(0.995, 1 df)
     words = sampling_words({"sessions_rendered": 3, "sessions": 40, "dollars_bound": 0.42,
                             "prompt_tokens_bound": 5})
-    assert words == " ± $0.42 (95 %: the prompts of 3 of 40 sessions rendered, scaled)"
+    assert words == " ± $0.42 (99 %: the prompts of 3 of 40 sessions rendered, scaled)"
     assert sampling_words(None) == ""
 
 

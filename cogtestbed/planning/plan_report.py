@@ -319,13 +319,13 @@ def summary_line(payload: dict[str, Any]) -> str:
 
 
 def sampling_words(sampling: Mapping[str, Any] | None) -> str:
-    """`` ± $0.42 (95 %: the prompts of 3 of 40 sessions rendered, scaled)`` of a cost priced from a sample of
+    """`` ± $0.42 (99 %: the prompts of 3 of 40 sessions rendered, scaled)`` of a cost priced from a sample of
     its sessions (``Cost.sampling``); '' where every session was rendered."""
     if not sampling:
         return ""
     bound = (f"${sampling['dollars_bound']:.2f}" if sampling.get("dollars_bound") is not None
              else f"{sampling['prompt_tokens_bound']:,} prompt tokens")
-    return (f" ± {bound} (95 %: the prompts of {sampling['sessions_rendered']} of {sampling['sessions']} sessions "
+    return (f" ± {bound} (99 %: the prompts of {sampling['sessions_rendered']} of {sampling['sessions']} sessions "
             "rendered, scaled)")
 
 

@@ -301,7 +301,7 @@ def scaled_reports(reports: Sequence[Mapping[str, Any]], n: int) -> tuple[dict[s
     the same design: every count and price times ``n / k``, and ``sampled``: the sessions rendered, the
     standard error of the scaled prompt tokens, ``sd · sqrt(n²/k + n)`` (the sample's mean standing in
     for the mean of ``n`` other sessions drawn alike; ``sd`` the rendered sessions' standard deviation),
-    and the half-width of its 95 % interval (Student's t on ``k - 1`` degrees of freedom, the sessions'
+    and the half-width of its 99 % interval (Student's t on ``k - 1`` degrees of freedom, the sessions'
     spread estimated from ``k``), in tokens and in dollars (those tokens at the input price).  The price is
     recomputed from the scaled tokens (as the dry run prices its own); text that quotes the ``k``
     sessions' counts (``calls_range``) is left out."""
@@ -335,7 +335,7 @@ def scaled_reports(reports: Sequence[Mapping[str, Any]], n: int) -> tuple[dict[s
                                                     None if alt["estimated_cost_usd"] is None
                                                     else round(alt["estimated_cost_usd"] * f, 4)}
         se = (statistics.stdev(tokens) if k > 1 else 0.0) * math.sqrt(n * n / k + n)
-        bound = se * float(stdtrit(max(k - 1, 1), 0.975))
+        bound = se * float(stdtrit(max(k - 1, 1), 0.995))
         scaled["sampled"] = {"sessions_rendered": k, "sessions": n, "prompt_tokens_se": round(se),
                              "prompt_tokens_bound": math.ceil(bound),
                              "dollars_bound": None if price is None else round(bound * float(price["input"]) / 1e6,

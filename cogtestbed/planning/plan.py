@@ -196,7 +196,7 @@ class Planner:
         return sessions_per_llm(self.spec, point)
 
     def exact_cost(self, point: Point) -> Cost:
-        return self.pricer.exact(self.design(point), self.sessions(point))
+        return self.pricer.priced(self.design(point), self.sessions(point))
 
     def affordable(self, combo: Mapping[str, int], below_best: bool = True) -> int:
         """Largest size whose estimated cost stays within ``max_cost`` (and below the best so far)."""

@@ -303,6 +303,7 @@ def summary_line(payload: dict[str, Any]) -> str:
     dollars = f"${cost['dollars']:.2f}" if cost["dollars"] is not None else unpriced
     if cost.get("standard_dollars") is not None:
         dollars += f" in batch mode (${cost['standard_dollars']:.2f} at the standard price{_batch_wall(cost)})"
+    dollars += sampling_words(cost.get("sampling"))
     llms = " + ".join(dict.fromkeys(payload["run"]["llms"]))
     sessions = f"{c['sessions_per_llm']} session{'' if c['sessions_per_llm'] == 1 else 's'} per LLM"
     from cogtestbed.formatting import chosen_design_phrase
@@ -315,6 +316,17 @@ def summary_line(payload: dict[str, Any]) -> str:
             f"{dollars} on {llms}; power {rate_text(p['rate'], p['sims'])}" + _unconditional(payload)
             + _hierarchical_words(payload) + conditional_words(payload.get("power_conditional"))
             + calibrated_words(payload.get("calibrated_test"), payload["target"].get("power")))
+
+
+def sampling_words(sampling: Mapping[str, Any] | None) -> str:
+    """`` ± $0.42 (99 %: the prompts of 3 of 40 sessions rendered, scaled)`` of a cost priced from a sample of
+    its sessions (``Cost.sampling``); '' where every session was rendered."""
+    if not sampling:
+        return ""
+    bound = (f"${sampling['dollars_bound']:.2f}" if sampling.get("dollars_bound") is not None
+             else f"{sampling['prompt_tokens_bound']:,} prompt tokens")
+    return (f" ± {bound} (99 %: the prompts of {sampling['sessions_rendered']} of {sampling['sessions']} sessions "
+            "rendered, scaled)")
 
 
 def _unconditional(payload: Mapping[str, Any]) -> str:

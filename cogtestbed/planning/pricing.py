@@ -10,17 +10,25 @@ ordered and pruned by their cost per session (the dry run of :data:`UNIT_SESSION
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scipy.special import stdtrit
+
 from cogtestbed.errors import CogtestbedError
 from cogtestbed.experiments.spec import ExperimentSpec
 
 #: Sessions rendered to price one session of a design while the search orders and prunes.
 UNIT_SESSIONS = 3
+#: A design's sessions x trials above which :meth:`Pricer.priced` scales the search's rendered sessions
+#: (:data:`UNIT_SESSIONS` of them) to the design's sessions instead of rendering every one, with the sampling
+#: error of the scaled prompt tokens stated (``Cost.sampling``).
+EXACT_TRIALS = 50_000
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,10 @@ class Cost:
     #: (:func:`~cogtestbed.llm_adapters.runs.pricing.expected_cost`, the one function ``run --dry-run`` prices
     #: with): the measured completion tokens per call where a pilot or an assumption gives them, else ``dollars``.
     expected_dollars: float | None = None
+    #: Where the design's prompts were priced from a sample of its sessions (:meth:`Pricer.priced`): sessions
+    #: rendered and priced, and the standard error of the scaled prompt tokens and dollars; None where every
+    #: session was rendered.
+    sampling: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -141,7 +153,8 @@ class Pricer:
 
             runs = [(self.clients[g], self.run_config(self.llms[g], self.clients[g], design, n), self.price[g])
                     for g in missing]
-            for g, report in zip(missing, dry_runs(self.exp, design, runs, hidden=self.hidden), strict=True):
+            for g, report in zip(missing, dry_runs(self.exp, design, runs, hidden=self.hidden, spread=True),
+                                 strict=True):
                 standard = self.standard[g]
                 if self.batch and standard is not None:
                     from cogtestbed.llm_adapters.middleware.batch.pricing import batch_report
@@ -226,6 +239,20 @@ class Pricer:
         """Every prompt of the design rendered and counted (``run --dry-run`` per LLM, summed)."""
         return _sum_reports(self.reports(design, n), "dry-run")
 
+    def priced(self, design: Any, n: int) -> Cost:
+        """The cost of ``n`` sessions of ``design`` as a plan prints it: :meth:`exact` where the design's
+        sessions x trials are at most :data:`EXACT_TRIALS` (or ``n`` is at most :data:`UNIT_SESSIONS`), else
+        the :data:`UNIT_SESSIONS` sessions the search rendered, scaled to ``n`` (:func:`scaled_reports`), with
+        the sampling error of the prompt tokens in ``Cost.sampling``.  Calls and completion tokens scale
+        exactly where every session makes the same requests (a fixed design); prompt tokens are within
+        the stated error."""
+        if n <= UNIT_SESSIONS or n * int(design.n_trials) <= EXACT_TRIALS:
+            return self.exact(design, n)
+        sample = self.reports(design, UNIT_SESSIONS)
+        if any("prompt_tokens_by_session" not in r for r in sample):  # a pricer whose dry runs give no spread
+            return self.exact(design, n)
+        return _sum_reports(scaled_reports(sample, n), "sampled")
+
     def per_session(self, design: Any) -> Cost:
         """Cost of one session (mean of :data:`UNIT_SESSIONS` rendered sessions, per LLM summed)."""
         total = _sum_reports(self.reports(design, UNIT_SESSIONS), "per-session")
@@ -262,6 +289,74 @@ def _worst(report: Mapping[str, Any], key: str) -> Any:
     return value if alt is None or value is None or alt <= value else alt
 
 
+#: Counts of a dry-run report that grow with its sessions (:func:`scaled_reports` scales them).
+_COUNT_KEYS = ("calls", "prompt_tokens", "max_completion_tokens", "images", "calls_with_all_reasks",
+               "calls_if_every_answer_is_invalid", "calls_ceiling")
+#: Dollars of a dry-run report (scaled, as the counts they price).
+_DOLLAR_KEYS = ("estimated_cost_usd", "max_cost_usd", "standard_estimated_cost_usd", "expected_cost_usd")
+
+
+def scaled_reports(reports: Sequence[Mapping[str, Any]], n: int) -> tuple[dict[str, Any], ...]:
+    """Dry-run reports of ``k`` sessions (each with ``prompt_tokens_by_session``) scaled to ``n`` sessions of
+    the same design: every count and price times ``n / k``, and ``sampled``: the sessions rendered, the
+    standard error of the scaled prompt tokens, ``sd · sqrt(n²/k + n)`` (the sample's mean standing in
+    for the mean of ``n`` other sessions drawn alike; ``sd`` the rendered sessions' standard deviation),
+    and the half-width of its 99 % interval (Student's t on ``k - 1`` degrees of freedom, the sessions'
+    spread estimated from ``k``), in tokens and in dollars (those tokens at the input price).  The price is
+    recomputed from the scaled tokens (as the dry run prices its own); text that quotes the ``k``
+    sessions' counts (``calls_range``) is left out."""
+    out = []
+    for r in reports:
+        tokens = [float(t) for t in r["prompt_tokens_by_session"]]
+        k = len(tokens)
+        f = n / k
+        scaled: dict[str, Any] = {key: v for key, v in r.items() if key not in ("prompt_tokens_by_session",
+                                                                                  "calls_range")}
+        scaled["subjects"] = n
+        for key in _COUNT_KEYS:
+            if isinstance(scaled.get(key), int):
+                scaled[key] = round(scaled[key] * f)
+        for key in _DOLLAR_KEYS:
+            if isinstance(scaled.get(key), float | int):
+                scaled[key] = round(float(scaled[key]) * f, 4)
+        price = r.get("price_usd_per_mtok")
+        if price is not None and r.get("estimated_cost_usd") is not None and "standard_estimated_cost_usd" not in r:
+            # from the scaled tokens, as the dry run prices its own (not the rounded price scaled)
+            scaled["estimated_cost_usd"] = round((scaled["prompt_tokens"] * float(price["input"])
+                                                  + scaled["max_completion_tokens"] * float(price["output"])) / 1e6, 4)
+            if r.get("expected_cost_usd") == r["estimated_cost_usd"]:
+                scaled["expected_cost_usd"] = scaled["estimated_cost_usd"]
+        for key in ("expected_cost_usd_range", "estimated_cost_usd_range"):
+            if scaled.get(key) is not None:
+                scaled[key] = [round(float(v) * f, 4) for v in scaled[key]]
+        alt = scaled.get("if_the_server_cannot_score")
+        if alt:
+            scaled["if_the_server_cannot_score"] = {**alt, "calls": round(alt["calls"] * f), "estimated_cost_usd":
+                                                    None if alt["estimated_cost_usd"] is None
+                                                    else round(alt["estimated_cost_usd"] * f, 4)}
+        se = (statistics.stdev(tokens) if k > 1 else 0.0) * math.sqrt(n * n / k + n)
+        bound = se * float(stdtrit(max(k - 1, 1), 0.995))
+        scaled["sampled"] = {"sessions_rendered": k, "sessions": n, "prompt_tokens_se": round(se),
+                             "prompt_tokens_bound": math.ceil(bound),
+                             "dollars_bound": None if price is None else round(bound * float(price["input"]) / 1e6,
+                                                                                4)}
+        out.append(scaled)
+    return tuple(out)
+
+
+def _sampling(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """``Cost.sampling`` of reports scaled from a sample (:func:`scaled_reports`): the LLMs' errors summed (one
+    playthrough prices every LLM, so their errors move together); None where every session was rendered."""
+    sampled = [r["sampled"] for r in reports if "sampled" in r]
+    if not sampled:
+        return None
+    dollars = [s["dollars_bound"] for s in sampled]
+    return {"sessions_rendered": sampled[0]["sessions_rendered"], "sessions": sampled[0]["sessions"],
+            "prompt_tokens_se": sum(s["prompt_tokens_se"] for s in sampled),
+            "prompt_tokens_bound": sum(s["prompt_tokens_bound"] for s in sampled),
+            "dollars_bound": None if any(d is None for d in dollars) else round(sum(dollars), 4)}
+
+
 def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
     dollars = [_worst(r, "estimated_cost_usd") for r in reports]
     standard: list[float | None] = [r.get("standard_estimated_cost_usd") for r in reports]
@@ -270,9 +365,11 @@ def _sum_reports(reports: Sequence[Mapping[str, Any]], source: str) -> Cost:
                 completion_tokens=sum(int(r["max_completion_tokens"]) for r in reports),
                 dollars=None if any(d is None for d in dollars) else float(sum(dollars)),
                 exact_tokens=all(r["token_counts"].startswith("exact") for r in reports),
-                source=source, per_llm=tuple(dict(r) for r in reports),
+                source=source, per_llm=tuple({k: v for k, v in r.items() if k != "prompt_tokens_by_session"}
+                                             for r in reports),
                 standard_dollars=None if any(d is None for d in standard) else float(sum(d or 0.0 for d in standard)),
-                dollars_range=_sum_ranges(reports), expected_dollars=expected_dollars(reports))
+                dollars_range=_sum_ranges(reports), expected_dollars=expected_dollars(reports),
+                sampling=_sampling(reports))
 
 
 def expected_dollars(reports: Sequence[Mapping[str, Any]]) -> float | None:

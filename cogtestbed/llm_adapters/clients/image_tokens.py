@@ -15,6 +15,7 @@ number of image tokens) are not counted, and the dry run says so.
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 from collections.abc import Callable
@@ -73,15 +74,19 @@ IMAGE_TOKEN_RULES: dict[str, Callable[[int, int], int]] = {
 }
 
 
+@functools.lru_cache(maxsize=4096)
 def image_size(data: bytes) -> tuple[int, int]:
-    """(width, height) of encoded image bytes (the header only is read)."""
+    """(width, height) of encoded image bytes (the header only is read; cached by the bytes: a chat
+    history sends its earlier stimuli again at every step, and a dry run counts each of them)."""
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as img:
         return int(img.width), int(img.height)
 
 
+@functools.lru_cache(maxsize=4096)
 def image_tokens(backend: str, data: bytes) -> int | None:
-    """Prompt tokens of one image sent to ``backend``; ``None`` where no formula is documented."""
+    """Prompt tokens of one image sent to ``backend``; ``None`` where no formula is documented (cached by
+    the image's bytes)."""
     rule = IMAGE_TOKEN_RULES.get(backend)
     return None if rule is None else rule(*image_size(data))

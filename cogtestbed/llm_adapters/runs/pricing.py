@@ -103,10 +103,13 @@ def dry_run(exp: Experiment, design: Design, client: LLMClient, config: RunConfi
 
 
 def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, RunConfig, Price | None]],
-             budget: Budget | None = None, hidden: HiddenTokens | None = None) -> list[dict[str, Any]]:
+             budget: Budget | None = None, hidden: HiddenTokens | None = None,
+             spread: bool = False) -> list[dict[str, Any]]:
     """:func:`dry_run` of each ``(client, config, price)`` of one design, the sessions played once for
     all of them (:func:`count_requests_of`): each report equals that run's own dry run.  The configs
-    must agree on ``n_subjects``, ``seed`` and ``forms``."""
+    must agree on ``n_subjects``, ``seed`` and ``forms``.  ``spread``: each report also gives
+    ``prompt_tokens_by_session``, the prompt tokens of each session (what a plan scales a sample of
+    sessions by, :meth:`~cogtestbed.planning.pricing.Pricer.priced`)."""
     for client, _, _ in runs:
         if exp.env_cls.uses_images(design):
             client.check_images(1)
@@ -124,6 +127,8 @@ def dry_runs(exp: Experiment, design: Design, runs: Sequence[tuple[LLMClient, Ru
             report.update(reasoning_cost(cfg, price, c, hidden, client.chars_per_token,
                                          pilot_calls_scale(report, cfg, c, hidden)))
         report.update(expected_cost(report, cfg, price, c, hidden, client.chars_per_token))
+        if spread:
+            report["prompt_tokens_by_session"] = list(c.session_prompt_tokens)
     return reports
 
 

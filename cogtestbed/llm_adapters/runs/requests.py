@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cogtestbed.environments.base import NO_ACTION, Design, ScoredResponse, Sessions
@@ -105,6 +105,8 @@ class RequestCount:
     sample_requests: int = 0
     #: Requests of the session that makes the most (its steps are asked one after another).
     longest_session: int = 0
+    #: Prompt tokens of each session (images included; the scoring probe, a run's own, in none).
+    session_prompt_tokens: list[int] = field(default_factory=list)
 
     def by_kind(self) -> dict[str, int]:
         """Requests by step kind (``text``, ``sample``, ``score``), as ``calls.parquet``'s ``kind``."""
@@ -143,12 +145,13 @@ def count_requests_of(exp: Experiment, design: Design, pairs: Sequence[tuple[LLM
         env.action_space.seed(config.seed * 1_000_003 + i)
         obs, _ = env.reset(options={"session": sessions.subject(i), "form": forms[i]})
         done, asked = False, [set[Any]() for _ in pairs]
-        before = [c.calls for c in counts]
+        before = [(c.calls, c.prompt_tokens + (c.img_tokens or 0)) for c in counts]
         while not done:
             scored = _count_step(pairs, counts, asked, obs, env.t, invalid)
             obs, _, done, _, _ = env.step(NO_ACTION if invalid and not scored else env.action_space.sample())
-        for c, b in zip(counts, before, strict=True):
-            c.longest_session = max(c.longest_session, c.calls - b)
+        for c, (calls, tokens) in zip(counts, before, strict=True):
+            c.longest_session = max(c.longest_session, c.calls - calls)
+            c.session_prompt_tokens.append(c.prompt_tokens + (c.img_tokens or 0) - tokens)
     for (client, _), c in zip(pairs, counts, strict=True):
         c.prompt_tokens += c.img_tokens or 0
         if exp.env_cls.sampling_note(design) is not None and client.can_score and client.http:
@@ -162,12 +165,24 @@ def _count_step(pairs: Sequence[tuple[LLMClient, RunConfig]], counts: list[Reque
     """Count one step's requests for each pair (:func:`count_requests_of`); whether it is scored."""
     scored = isinstance(obs.get("response"), ScoredResponse)
     for (client, cfg), c, seen in zip(pairs, counts, asked, strict=True):
-        requests = [(prompt, out, 1) for prompt, out in step_requests(client, cfg, obs["prompt"], obs.get("response"))]
+        requests = _grouped(step_requests(client, cfg, obs["prompt"], obs.get("response")))
         if invalid and not scored:
             requests = _invalid_step_requests(client, cfg, obs["prompt"], step, seen)
         for prompt, out, times in requests:
             _count_request(c, client, prompt, out, scored=scored, times=times)
     return scored
+
+
+def _grouped(requests: Sequence[tuple[Prompt, int]]) -> list[tuple[Prompt, int, int]]:
+    """``requests`` as (prompt, most tokens out, times): a run of one request repeated (a sampled score's
+    ``n_samples`` draws of one prompt) counted once, ``times`` times (the same sums)."""
+    out: list[tuple[Prompt, int, int]] = []
+    for prompt, limit in requests:
+        if out and out[-1][0] is prompt and out[-1][1] == limit:
+            out[-1] = (prompt, limit, out[-1][2] + 1)
+        else:
+            out.append((prompt, limit, 1))
+    return out
 
 
 def _invalid_step_requests(client: LLMClient, config: RunConfig, prompt: Prompt, step: int,

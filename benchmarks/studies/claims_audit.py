@@ -479,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="print (and --record) the rows of earlier --json files instead of running any")
     ap.add_argument("--record", default=None, metavar="NAME",
                     help="write the table to benchmarks/studies/results/NAME.json (recorded.py prints it)")
+    ap.add_argument("--command", default=None,
+                    help="with --record: the command lines recorded (those that ran the merged rows)")
     args = ap.parse_args(argv)
     names = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in names if r not in AUDITS]
@@ -494,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         args.json.write_text(json.dumps([{**asdict(r), "agrees": r.agrees} for r in rows], indent=1))
     if args.record:
-        record(args.record, rows, args.sims)
+        record(args.record, rows, args.sims, args.command)
 
 
 def merged(paths: Sequence[Path]) -> list[Row]:
@@ -507,8 +509,9 @@ def merged(paths: Sequence[Path]) -> list[Row]:
     return out
 
 
-def record(name: str, rows: Sequence[Row], sims: int) -> Path:
-    """The table as a results file (``recorded.py NAME`` prints it; docs/plan.md shows that output)."""
+def record(name: str, rows: Sequence[Row], sims: int, command: str | None = None) -> Path:
+    """The table as a results file (``recorded.py NAME`` prints it; docs/results/plan.md shows that output), and
+    one row per plan kind as ``NAME-kinds`` (:func:`kind_table`; docs/plan.md shows it)."""
     def num(v: float | None, se: float | None) -> str:
         return "-" if v is None else f"{v:.4g} ± {se or 0.0:.2g}"
 
@@ -517,8 +520,27 @@ def record(name: str, rows: Sequence[Row], sims: int) -> Path:
                        {True: "yes", False: "NO", None: "-"}[r.agrees], r.design + (f"; {r.note}" if r.note else "")]
                       for r in rows]}
     kinds = list(dict.fromkeys(r.kind for r in rows))
-    return sibling("recorded").write(name, f"python benchmarks/studies/claims_audit.py --rows {','.join(kinds)} "
-                                           f"--sims {sims}", [table])
+    command = command or f"python benchmarks/studies/claims_audit.py --rows {','.join(kinds)} --sims {sims}"
+    sibling("recorded").write(f"{name}-kinds", command, [kind_table(rows)])
+    return sibling("recorded").write(name, command, [table])
+
+
+def kind_table(rows: Sequence[Row]) -> dict[str, Any]:
+    """One row per plan kind: its figures re-simulated, how many agree within :data:`AGREE_SE` MC SE, the
+    largest distance in MC SEs of the difference, and its power (plan, fresh)."""
+    out = []
+    for kind in dict.fromkeys(r.kind for r in rows):
+        got = [r for r in rows if r.kind == kind and r.agrees is not None]
+        if not got:
+            out.append([kind, "not measured", "-", "-"])
+            continue
+        dist = max(abs(r.plan - r.fresh) / max(math.hypot(r.plan_se or 0.0, r.fresh_se or 0.0), 1e-12)
+                   for r in got if r.plan is not None and r.fresh is not None)
+        pw = next((r for r in got if r.figure.startswith("power")), None)
+        power = "-" if pw is None or pw.plan is None or pw.fresh is None else \
+            f"{pw.plan:.3f} ± {pw.plan_se or 0:.3f} / {pw.fresh:.3f} ± {pw.fresh_se or 0:.3f}"
+        out.append([kind, f"{sum(bool(r.agrees) for r in got)} of {len(got)}", f"{dist:.2f}", power])
+    return {"columns": ["kind", "figures within 2 MC SE", "largest |Δ|/SE", "power: plan / fresh"], "rows": out}
 
 
 if __name__ == "__main__":

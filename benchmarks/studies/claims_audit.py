@@ -62,7 +62,7 @@ class Row:
         if self.plan is None or self.fresh is None:
             return None
         se = math.hypot(self.plan_se or 0.0, self.fresh_se or 0.0)
-        return abs(self.plan - self.fresh) <= AGREE_SE * se + 1e-12
+        return bool(abs(self.plan - self.fresh) <= AGREE_SE * se + 1e-12)
 
     def line(self) -> str:
         def num(v: float | None, se: float | None) -> str:

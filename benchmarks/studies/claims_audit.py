@@ -62,7 +62,7 @@ class Row:
         if self.plan is None or self.fresh is None:
             return None
         se = math.hypot(self.plan_se or 0.0, self.fresh_se or 0.0)
-        return abs(self.plan - self.fresh) <= AGREE_SE * se + 1e-12
+        return bool(abs(self.plan - self.fresh) <= AGREE_SE * se + 1e-12)
 
     def line(self) -> str:
         def num(v: float | None, se: float | None) -> str:
@@ -268,7 +268,42 @@ def audit_looks(sims: int, looks: int | str = 3) -> list[Row]:
                      *rate(zd_e >= crit), design, f"critical {crit:.3f} in / {other:.3f} against"),
                  Row(kind, f"comparator type-I at {n}", fair["type1"], sv.get("fixed_type1_mc_se"),
                      *rate((zd_n >= crit) | (zd_n <= -other)), design)]
+    mle = (seq.get("saving") or {}).get("mle_equal_power")
+    if mle:
+        rows.append(mle_saving_row(kind, spec, mle, units, rule.direction, seed + 2, design))
     return rows
+
+
+def mle_saving_row(kind: str, spec: Any, mle: Mapping[str, Any], units: np.ndarray, dirn: float, seed: int,
+                   design: str) -> Row:
+    """The saving against the fixed plan's own test on the per-subject MLE at nominal α, sized for the same power
+    (``mle['power']``), re-measured: that test on fresh studies of per-subject MLEs at every size up to 1.6 times
+    the plan's size, its size at that power on the curve's non-decreasing envelope, and ``1 − E[n]/n*`` with the
+    sequential design's fresh E[n] (``units``); MC SE from a bootstrap over both sets of fresh studies."""
+    from scipy import stats
+
+    from cogtestbed.planning.equal_power import size_at
+
+    n0, sims = float(mle["fixed_size"]), units.size
+    top = max(4, math.ceil(1.6 * n0) + 1)
+    crit = float(stats.norm.isf(float(spec.level) / 2))
+    sizes = np.arange(2, top + 1)
+    values = subject_values(spec, sims, top, seed)
+    hits = np.array([prefix_t_z(values, int(n)) * dirn >= crit for n in sizes])  # (sizes, studies)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 9595]))
+
+    def saving(h: np.ndarray, u: np.ndarray) -> tuple[float, float]:
+        n_star = size_at(sizes, h.mean(axis=1), float(mle["power"]))
+        return 100 * (1 - float(u.mean()) / n_star), n_star
+
+    fresh, n_fresh = saving(hits, units)
+    boot = np.array([saving(hits[:, rng.integers(sims, size=sims)], units[rng.integers(sims, size=sims)])[0]
+                     for _ in range(400)])
+    lo, hi = mle["interval"]
+    return Row(kind, f"saving % vs MLE test at power {mle['power']:.2f}", mle["percent"], (hi - lo) / 3.92, fresh,
+               float(np.nanstd(boot, ddof=1)), design,
+               f"comparator n* {n0:.1f} (plan, probit curve) vs {n_fresh:.1f} (fresh, {sims} studies a size); "
+               "plan SE: its 95 % interval / 3.92")
 
 
 def fit_name(fit: Any) -> str:
@@ -277,30 +312,66 @@ def fit_name(fit: Any) -> str:
 
 
 def audit_monitor(sims: int) -> list[Row]:
-    """A monitor plan's power, type-I error and E[n]: its e-process (``ct.monitor`` on the saved plan)
-    run on fresh per-subject statistics."""
+    """A monitor plan's power, type-I error, E[n] and saving at equal power: its e-process (``ct.monitor`` on the
+    saved plan: the composite null interval where the plan has one) run on fresh per-subject statistics, and the
+    plan's fixed comparator (the t-test it states, against the null interval's end for a composite null) sized
+    on the same fresh studies for the monitor's fresh power (:func:`fresh_equal_power`)."""
     import cogtestbed as ct
 
     plan = plan_of(monitor=True, monitor_sims=max(400, sims))
     payload = plan.to_dict()
     spec, mon = study_of(payload), payload["monitor"]
     cap, seed = int(mon["cap"]), int(spec.seed) + AUDIT_SEED_OFFSET
-    fixed = int(mon["fixed_subjects"])
+    eq = mon.get("equal_power") or {}
+    n_star = float(eq.get("fixed_size") or math.nan)
+    length = max(cap, math.ceil(1.5 * n_star)) if math.isfinite(n_star) else cap
     with tempfile.TemporaryDirectory() as tmp:
         plan.save(Path(tmp))
-        eff = subject_values(spec, sims, cap, seed)
+        eff = subject_values(spec, sims, length, seed)
         nul = subject_values(spec, sims, cap, seed + 1, 0.0)
-        paths = [ct.monitor(list(v), plan=tmp) for v in (*eff, *nul)]
+        paths = [ct.monitor(list(v[:cap]), plan=tmp) for v in (*eff, *nul)]
     stops = np.array([p.stop if p.stop is not None else cap for p in paths], float)
     rejected = np.array([p.decision == "efficacy" for p in paths], bool)
-    design = f"RW± optimism_bias 0.4, monitor cap {cap} subjects"
-    return [Row("monitor", "power", mon["power"], mon["power_se"], *rate(rejected[:sims]), design),
-            Row("monitor", "type-I", mon["null_rejection"], mon["null_rejection_se"], *rate(rejected[sims:]), design),
+    null = "" if mon.get("null_interval") is None else \
+        f", composite null [{mon['null_interval'][0]:+.3f}, {mon['null_interval'][1]:+.3f}]"
+    design = f"RW± optimism_bias 0.4, monitor cap {cap} subjects{null}"
+    rows = [Row("monitor", "power", mon["power"], mon["power_se"], *rate(rejected[:sims]), design),
+            Row("monitor", "type-I", mon["null_rejection"], mon["null_rejection_se"], *rate(rejected[sims:]), design,
+                "null studies at the plan's population (inside the null interval)"),
             Row("monitor", "E[n] under the effect", mon["expected_effect"], mon["expected_effect_se"],
-                *mean_se(stops[:sims]), design),
-            Row("monitor", f"saving vs fixed {fixed} (%)", 100 * mon["saving"], 100 * mon["saving_se"],
-                100 * (1 - mean_se(stops[:sims])[0] / fixed), 100 * mean_se(stops[:sims])[1] / fixed, design,
-                "against the fixed plan's size")]
+                *mean_se(stops[:sims]), design)]
+    if eq:
+        fresh = fresh_equal_power(eff, rejected[:sims], stops[:sims], mon, spec)
+        rows += [Row("monitor", "saving % at equal power", 100 * mon["saving"], 100 * mon["saving_se"],
+                     100 * fresh["saving"], 100 * fresh["saving_se"], design,
+                     f"against the {eq.get('test')} at n* {n_star:.1f} (fresh n* {fresh['fixed_size']:.1f})"),
+                 Row("monitor", "comparator size n*", n_star, eq.get("fixed_size_se"), fresh["fixed_size"],
+                     fresh["fixed_size_se"], design, "the fixed test's size at the monitor's power")]
+    return rows
+
+
+#: Sub-pools of the fresh studies for the equal-power saving's jackknife (as the plan's reporting pools).
+FRESH_BATCHES = 10
+
+
+def fresh_equal_power(eff: np.ndarray, rejected: np.ndarray, stops: np.ndarray, mon: Mapping[str, Any],
+                      spec: Any) -> dict[str, Any]:
+    """The monitor's saving at equal power on fresh studies: the plan's fixed comparator (a one-LLM t-test; one-sided
+    at the level against the composite null interval's end in the effect's direction where the plan has one) on
+    each fresh effect study's first n subjects, n = 2 … its length; its size at the monitor's fresh power and the
+    saving ``1 − E[n]/n*`` with the package's jackknife over :data:`FRESH_BATCHES` sub-pools
+    (:func:`cogtestbed.planning.equal_power.equal_power_saving`)."""
+    from cogtestbed.planning.equal_power import _t_reject, equal_power_saving
+    from cogtestbed.planning.kinds.sequential.seqplan import direction
+
+    dirn = direction(spec) or 1.0
+    level, shift = float(spec.level), 0.0
+    if mon.get("null_interval") is not None:  # one-sided at the level = two-sided at 2·level in the direction
+        shift, level = float(mon["null_interval"][1 if dirn >= 0 else 0]), 2 * level
+    sizes = np.arange(2, eff.shape[1] + 1)
+    hits = np.array([_t_reject(eff[:, :n] - shift, None, level, dirn) for n in sizes])
+    which = np.arange(eff.shape[0]) % FRESH_BATCHES
+    return equal_power_saving(rejected, stops, which, hits, which, sizes)
 
 
 # ----------------------------------------------------------------------------- forms, people, adaptive
@@ -408,6 +479,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                     help="print (and --record) the rows of earlier --json files instead of running any")
     ap.add_argument("--record", default=None, metavar="NAME",
                     help="write the table to benchmarks/studies/results/NAME.json (recorded.py prints it)")
+    ap.add_argument("--command", default=None,
+                    help="with --record: the command lines recorded (those that ran the merged rows)")
     args = ap.parse_args(argv)
     names = [r.strip() for r in args.rows.split(",") if r.strip()]
     unknown = [r for r in names if r not in AUDITS]
@@ -423,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         args.json.write_text(json.dumps([{**asdict(r), "agrees": r.agrees} for r in rows], indent=1))
     if args.record:
-        record(args.record, rows, args.sims)
+        record(args.record, rows, args.sims, args.command)
 
 
 def merged(paths: Sequence[Path]) -> list[Row]:
@@ -436,8 +509,9 @@ def merged(paths: Sequence[Path]) -> list[Row]:
     return out
 
 
-def record(name: str, rows: Sequence[Row], sims: int) -> Path:
-    """The table as a results file (``recorded.py NAME`` prints it; docs/plan.md shows that output)."""
+def record(name: str, rows: Sequence[Row], sims: int, command: str | None = None) -> Path:
+    """The table as a results file (``recorded.py NAME`` prints it; docs/results/plan.md shows that output), and
+    one row per plan kind as ``NAME-kinds`` (:func:`kind_table`; docs/plan.md shows it)."""
     def num(v: float | None, se: float | None) -> str:
         return "-" if v is None else f"{v:.4g} ± {se or 0.0:.2g}"
 
@@ -446,8 +520,27 @@ def record(name: str, rows: Sequence[Row], sims: int) -> Path:
                        {True: "yes", False: "NO", None: "-"}[r.agrees], r.design + (f"; {r.note}" if r.note else "")]
                       for r in rows]}
     kinds = list(dict.fromkeys(r.kind for r in rows))
-    return sibling("recorded").write(name, f"python benchmarks/studies/claims_audit.py --rows {','.join(kinds)} "
-                                           f"--sims {sims}", [table])
+    command = command or f"python benchmarks/studies/claims_audit.py --rows {','.join(kinds)} --sims {sims}"
+    sibling("recorded").write(f"{name}-kinds", command, [kind_table(rows)])
+    return sibling("recorded").write(name, command, [table])
+
+
+def kind_table(rows: Sequence[Row]) -> dict[str, Any]:
+    """One row per plan kind: its figures re-simulated, how many agree within :data:`AGREE_SE` MC SE, the
+    largest distance in MC SEs of the difference, and its power (plan, fresh)."""
+    out = []
+    for kind in dict.fromkeys(r.kind for r in rows):
+        got = [r for r in rows if r.kind == kind and r.agrees is not None]
+        if not got:
+            out.append([kind, "not measured", "-", "-"])
+            continue
+        dist = max(abs(r.plan - r.fresh) / max(math.hypot(r.plan_se or 0.0, r.fresh_se or 0.0), 1e-12)
+                   for r in got if r.plan is not None and r.fresh is not None)
+        pw = next((r for r in got if r.figure.startswith("power")), None)
+        power = "-" if pw is None or pw.plan is None or pw.fresh is None else \
+            f"{pw.plan:.3f} ± {pw.plan_se or 0:.3f} / {pw.fresh:.3f} ± {pw.fresh_se or 0:.3f}"
+        out.append([kind, f"{sum(bool(r.agrees) for r in got)} of {len(got)}", f"{dist:.2f}", power])
+    return {"columns": ["kind", "figures within 2 MC SE", "largest |Δ|/SE", "power: plan / fresh"], "rows": out}
 
 
 if __name__ == "__main__":

@@ -15,6 +15,14 @@ spread (largest − smallest) of each power over the seeds.
     python benchmarks/studies/people_seed_spread.py --seeds 3 > s3.jsonl    # one seed a process, then
     python benchmarks/studies/people_seed_spread.py --combine s0.jsonl s1.jsonl s2.jsonl s3.jsonl s4.jsonl
     python benchmarks/studies/people_seed_spread.py --population stand-in --seeds 0,1  # the 20-person stand-in
+    python benchmarks/studies/people_seed_spread.py --predict      # the spread to expect, before any seed is run
+
+``--predict`` works the spread out in advance (:func:`predicted_spread`, seconds): the calibrated test's power
+moves with the seed through two draws, the critical p (an order statistic of the null p-values) and the fresh
+studies that measure the power (binomial); it prints, for several null and fresh study counts, the SD of the
+calibrated power over seeds, the mean spread over five seeds and the chance that the spread reaches 0.05, at the
+documented plan's figures (nominal power 0.846 on 1,000 fresh studies, nominal level 0.055 on 1,000 null studies,
+calibration target 0.0375), under a normal model of the test's statistic and one design at every seed.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))  # the study scripts beside this one, also when a test loads it
 from claims_audit import sibling  # noqa: E402  (the one loader of a sibling study script)
@@ -75,6 +85,56 @@ def spread(rows: Sequence[Mapping[str, Any]], key: str = "recommended_power") ->
     return max(powers) - min(powers)
 
 
+#: The documented Spektor λ + 1.0 plan's figures the prediction starts from: the nominal test's power on the fresh
+#: studies, its rejection rate on the null studies, the level and the calibration's target.
+SPEKTOR_FIGURES = {"power": 0.846, "null_rate": 0.055, "level": 0.05, "target": 0.0375}
+
+
+def predicted_spread(null_sims: int, fresh_sims: int, seeds: int = 5, reps: int = 20_000, seed: int = 0,
+                     figures: Mapping[str, float] = SPEKTOR_FIGURES) -> dict[str, float]:
+    """The calibrated power's spread over ``seeds`` seeds to expect with ``null_sims`` calibration null studies and
+    ``fresh_sims`` fresh studies: per replicate, each seed's critical p is the ⌊target·n⌋+1-th of ``null_sims``
+    null p-values (a Beta order statistic of uniforms, scaled by the nominal test's null rate over the level), its
+    power that of a two-sided z-test whose power at the level is ``figures['power']``, read on ``fresh_sims``
+    binomial studies.  Returns the power's SD over seeds, the mean spread and P(spread ≥ 0.05)."""
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    delta = stats.norm.isf(figures["level"] / 2) + stats.norm.ppf(figures["power"])
+    k = int(figures["target"] * null_sims) + 1
+    crit = rng.beta(k, null_sims - k + 1, size=(reps, seeds)) * figures["level"] / figures["null_rate"]
+    power = stats.norm.cdf(delta - stats.norm.isf(crit / 2))
+    measured = rng.binomial(fresh_sims, power) / fresh_sims
+    spread = measured.max(axis=1) - measured.min(axis=1)
+    return {"sd": float(measured.std(axis=1, ddof=1).mean()), "mean_spread": float(spread.mean()),
+            "p_spread_ge_005": float((spread >= 0.05).mean())}
+
+
+def predict_lines() -> list[str]:
+    """:func:`predicted_spread` at the plan's current counts (1,000 and 1,000) and larger ones, a line each."""
+    out = ["predicted spread of the calibrated power over seeds 0-4 (normal model, one design at every seed):"]
+    for nulls, fresh in ((1_000, 1_000), (2_000, 1_000), (4_000, 1_000), (4_000, 4_000)):
+        r = predicted_spread(nulls, fresh)
+        out.append(f"  {nulls:>5,} null, {fresh:>5,} fresh studies: SD over seeds {r['sd']:.4f}, mean spread "
+                   f"{r['mean_spread']:.3f}, P(spread >= 0.05) {r['p_spread_ge_005']:.2f}")
+    order, hd = quantile_sds(1_000, SPEKTOR_FIGURES["target"])
+    out.append(f"  the critical p from 1,000 uniform null p-values: SD {order:.4f} as the order statistic, {hd:.4f} as "
+               f"the Harrell-Davis quantile (scipy.stats.mstats.hdquantiles): {1 - hd / order:.0%} less")
+    return out
+
+
+def quantile_sds(n: int, q: float, reps: int = 400, seed: int = 1) -> tuple[float, float]:
+    """The SD over ``reps`` samples of ``n`` uniforms of their ``q`` quantile: the ⌊q·n⌋+1-th order statistic (the
+    calibration's) and the Harrell–Davis estimate (scipy)."""
+    from scipy.stats import mstats
+
+    rng = np.random.default_rng(seed)
+    draws = np.sort(rng.random((reps, n)), axis=1)
+    order = draws[:, int(q * n)]
+    hd = np.array([float(mstats.hdquantiles(d, [q])[0]) for d in draws])
+    return float(order.std(ddof=1)), float(hd.std(ddof=1))
+
+
 def plan_seeds(args: argparse.Namespace) -> list[dict[str, Any]]:
     """:func:`plan_at` of each of ``args.seeds``, each row printed as a JSON line as it comes."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -98,7 +158,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--combine", nargs="+", default=None,
                     help="instead of planning, read the seeds' rows (the JSON lines this script printed, one run a "
                          "seed) from these files and print the spreads")
+    ap.add_argument("--predict", action="store_true", help="print the spread to expect (no plan is run)")
     args = ap.parse_args(argv)
+    if args.predict:
+        print("\n".join(predict_lines()))
+        return
     if args.combine:
         rows = [json.loads(line) for f in args.combine for line in Path(f).read_text().splitlines()
                 if line.startswith("{")]

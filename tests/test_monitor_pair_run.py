@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from monitor_support import kill9_after_first_step, recorded_steps
 
@@ -52,7 +53,6 @@ def shifted(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_two_llm_monitor_buys_pair_by_pair_stops_at_the_boundary_and_looks_replays_it(
         tmp_path, monkeypatch, capsys, shifted):
-    import pandas as pd
 
     monkeypatch.setenv("COGTESTBED_CACHE", str(tmp_path / "cache.sqlite"))
     plan, out = _plan(tmp_path / "plan", 12), tmp_path / "run"
@@ -133,7 +133,11 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     plan.write_text(json.dumps({"plan_version": PLAN_VERSION, "experiment": exp.name, "run": run}))
     out = tmp_path / "run"
     env = {**os.environ, "OPENAI_API_KEY": "sk-test", "COGTESTBED_CACHE": str(tmp_path / "cache.sqlite")}
-    args = ["run", "--monitor", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url]
+    prices = tmp_path / "prices.toml"  # USD per million tokens: 1000 makes a token cost $0.001
+    prices.write_text('["openai:tiny-random"]\ninput = 1000\noutput = 1000\n'
+                      '["openai:tiny-random-chat"]\ninput = 1000\noutput = 1000\n')
+    args = ["run", "--monitor", str(plan), "-o", str(out), "--mode", "completions", "--base-url", url,
+            "--prices", str(prices)]
     before = kill9_after_first_step(args, env, out, 300)
     assert 1 <= len(before) < 4
     done = subprocess.run([sys.executable, "-m", "cogtestbed", *args, "--resume"], env=env, capture_output=True,
@@ -142,6 +146,16 @@ def test_a_two_llm_discounting_score_monitor_against_the_local_server_resumes_af
     after = recorded_steps(out)
     assert after[: len(before)] == before and [s["subject"] for s in after] == list(range(1, len(after) + 1))
     assert after[-1]["decision"] in ("efficacy", "futility") and (len(after) == 4 or after[-1]["e_value"] >= 20)
+    manifests = sorted(out.rglob("run.json"))
+    assert manifests
+    for path in manifests:  # each model's run is priced from the price file by the tokens of the calls it paid
+        stats = json.loads(path.read_text())["stats"]
+        calls = pd.read_parquet(path.with_name("calls.parquet"))
+        paid = calls[~calls["cached"].astype(bool)]
+        assert stats["total_calls"] == len(paid) >= 1  # the kill and the resume repaid no call
+        assert stats["total_cost_usd"] > 0
+        assert stats["total_cost_usd"] == pytest.approx(
+            float((paid["prompt_tokens"] + paid["completion_tokens"]).sum()) * 1e-3, abs=1e-6)
     checked = subprocess.run([sys.executable, "-m", "cogtestbed", "looks", str(out), "--json"], env=env,
                              capture_output=True, text=True, timeout=600)
     assert checked.returncode == 0 and json.loads(checked.stdout)["reproduced"] is True

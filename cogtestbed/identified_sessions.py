@@ -32,18 +32,11 @@ RULE_CAP = 1000
 
 
 @functools.cache
-def _shipped() -> dict[str, dict[str, dict[str, int | None]]]:
-    if not SHIPPED.exists():
+def _read(path: Path) -> dict[str, dict[str, dict[str, int | None]]]:
+    """A shipped ``{EXPERIMENT: {MODEL: {PARAMETER: sessions}}}`` table, read once (empty: not shipped)."""
+    if not path.exists():
         return {}
-    data: dict[str, dict[str, dict[str, int | None]]] = json.loads(SHIPPED.read_text())
-    return data
-
-
-@functools.cache
-def _shipped_rule() -> dict[str, dict[str, dict[str, int | None]]]:
-    if not SHIPPED_RULE.exists():
-        return {}
-    data: dict[str, dict[str, dict[str, int | None]]] = json.loads(SHIPPED_RULE.read_text())
+    data: dict[str, dict[str, dict[str, int | None]]] = json.loads(path.read_text())
     return data
 
 
@@ -51,7 +44,7 @@ def rule_line(experiment: str, model: str, sessions: int, word: str = "session(s
     """One line naming the parameters a subject of ``sessions`` sessions of the default design does not identify
     by the design check's rule, with the sessions the check suggests (None: it identifies every parameter, or no
     rule is shipped for the pair)."""
-    need = _shipped_rule().get(experiment, {}).get(model)
+    need = _read(SHIPPED_RULE).get(experiment, {}).get(model)
     if need is None:
         return None
     missing = [p for p, k in need.items() if k is None or k > sessions]
@@ -68,7 +61,7 @@ def rule_line(experiment: str, model: str, sessions: int, word: str = "session(s
 
 def shipped_sessions(experiment: str, model: str) -> dict[str, int | None] | None:
     """``{PARAMETER: sessions_to_identify}`` of ``model`` at ``experiment``'s default design (None: not shipped)."""
-    return _shipped().get(experiment, {}).get(model)
+    return _read(SHIPPED).get(experiment, {}).get(model)
 
 
 def unidentified_at(experiment: str, model: str, sessions: int) -> tuple[list[str], int | None] | None:

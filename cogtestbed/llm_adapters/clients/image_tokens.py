@@ -84,9 +84,8 @@ def image_size(data: bytes) -> tuple[int, int]:
         return int(img.width), int(img.height)
 
 
-@functools.lru_cache(maxsize=4096)
 def image_tokens(backend: str, data: bytes) -> int | None:
-    """Prompt tokens of one image sent to ``backend``; ``None`` where no formula is documented (cached by
-    the image's bytes)."""
+    """Prompt tokens of one image sent to ``backend``; ``None`` where no formula is documented (the size read
+    is what costs, and :func:`image_size` caches it)."""
     rule = IMAGE_TOKEN_RULES.get(backend)
     return None if rule is None else rule(*image_size(data))

@@ -182,7 +182,7 @@ def bench_worker() -> None:
 
 
 def bench_recovery(reps: int) -> None:
-    args = ["-m", "cogtestbed", "recover", "rw-pm", "-e", "instrumental-learning", "--reps", str(reps),
+    args = ["-m", "cogtestbed", "recover", "instrumental-learning", "--model", "rw-pm", "--reps", str(reps),
             "--subjects", "50", "--workers", "2", "--json"]
     wall, cpu, out = run(args)
     seconds = json.loads(out.strip().splitlines()[-1])["seconds"]

@@ -46,7 +46,7 @@ WORKFLOWS: dict[str, Callable[[Path], list[str]]] = {
     "help": lambda out: ["--help"],
     "demo": lambda out: ["demo", "-o", str(out), "--force"],
     "metrics": lambda out: ["metrics", "instrumental-learning", str(GPT4), "--json"],
-    "recover": lambda out: ["recover", "rw-pm", "--experiment", "instrumental-learning", "--subjects", "50",
+    "recover": lambda out: ["recover", "instrumental-learning", "--model", "rw-pm", "--subjects", "50",
                             "--reps", "100", "--method", "mle", "--seed", "1", "--workers", "2", "--json"],
     "plan": lambda out: ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2",
                          "--power", "0.8", "--llm", "openai:gpt-4o-mini", "--workers", "2", "--json", "-o", str(out)],

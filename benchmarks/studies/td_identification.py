@@ -2,7 +2,7 @@
 
 Prints, for the hyperbolic model on CogBench's temporal-discounting staircase:
 
-1. ``cogtestbed recover hyperbolic --experiment temporal-discounting --subjects 30 --reps 10
+1. ``cogtestbed recover temporal-discounting --model hyperbolic --subjects 30 --reps 10
    --seed 2 --method mle`` (the command that died with a ZeroDivisionError): per parameter, r over
    every subject and over the identified ones (log scale), how many estimates are not identified
    and why, and how many sit on the ridge k = 42.169650, τ = 0.001778;

@@ -51,7 +51,7 @@ def main() -> None:
                        method="mle", workers=1)
     table = study.table
     ridge = table[(table["parameter"] == "k") & np.isclose(table["estimate"], RIDGE_K, rtol=1e-6)]
-    print(f"1. recover hyperbolic --experiment temporal-discounting --subjects 30 --reps {args.reps} --seed 2 "
+    print(f"1. recover temporal-discounting --model hyperbolic --subjects 30 --reps {args.reps} --seed 2 "
           f"--method mle: exit ok, {time.perf_counter() - t0:.0f} s wall")
     for line in recovery_lines(study, "   30 subjects x 1 run"):
         print(line)

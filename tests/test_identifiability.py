@@ -121,7 +121,7 @@ def test_check_design_command():
 def test_recover_takes_the_experiment_and_model_as_check_design_does():
     """``recover EXPERIMENT --model MODEL`` (as ``plan`` and ``check-design``): one game a subject is refused in
     one line naming the smallest design, before anything is simulated; a bad name is one line too."""
-    proc = cli("recover", "horizon", "--model", "info-bonus", "--runs", "1", "--subjects", "3", "--reps", "1")
+    proc = cli("recover", "horizon", "--model", "info-bonus")  # one game a subject: recover's default --runs 1
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[0].startswith("error: horizon / info-bonus: a subject of 1 session(s) does not identify bonus_h1")

@@ -110,6 +110,52 @@ def predicted_spread(null_sims: int, fresh_sims: int, seeds: int = 5, reps: int 
             "p_spread_ge_005": float((spread >= 0.05).mean())}
 
 
+def predicted_rule_spread(null_rate: float, level_sims: int, calibration_sims: int, fresh_sims: int, seeds: int = 5,
+                          reps: int = 20_000, seed: int = 0,
+                          figures: Mapping[str, float] = SPEKTOR_FIGURES) -> dict[str, float]:
+    """The recommended test's power spread over ``seeds`` seeds under the plan's rule (``people_level``): the
+    nominal test's level is measured on ``level_sims`` null studies that choose nothing; where its rate is at most
+    α + 2 MC SE (:func:`~cogtestbed.studies.people_level.nominal_holds`) the nominal test is recommended and its
+    power read on ``fresh_sims`` fresh studies, else the critical p is calibrated on ``calibration_sims`` other null
+    studies (at :func:`~cogtestbed.planning.kinds.sequential.seqauto.calibration_level`) and the calibrated test's
+    power read on the same fresh studies.  ``null_rate``: the nominal test's true level; the normal model and the
+    one design at every seed of :func:`predicted_spread`.  Returns the power's SD over seeds, the mean spread,
+    P(spread ≥ 0.05) and the chance that at least one seed recommends the calibrated test."""
+    from scipy import stats
+
+    from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
+    from cogtestbed.studies.people_level import nominal_holds
+
+    rng = np.random.default_rng(seed)
+    level = figures["level"]
+    delta = stats.norm.isf(level / 2) + stats.norm.ppf(figures["power"])
+    rejected = rng.binomial(level_sims, null_rate, size=(reps, seeds))
+    holds = np.vectorize(lambda r: nominal_holds(int(r), level_sims, level))(rejected)
+    pair = round(2 * calibration_sims * level_sims / (calibration_sims + level_sims))  # calibration_pair_count
+    k = int(calibration_level(level, pair) * calibration_sims) + 1
+    crit = rng.beta(k, calibration_sims - k + 1, size=(reps, seeds)) * level / null_rate
+    power = np.where(holds, figures["power"], stats.norm.cdf(delta - stats.norm.isf(crit / 2)))
+    measured = rng.binomial(fresh_sims, power) / fresh_sims
+    spread = measured.max(axis=1) - measured.min(axis=1)
+    return {"sd": float(measured.std(axis=1, ddof=1).mean()), "mean_spread": float(spread.mean()),
+            "p_spread_ge_005": float((spread >= 0.05).mean()), "p_any_calibrated": float((~holds).any(axis=1).mean())}
+
+
+def predict_rule_lines() -> list[str]:
+    """:func:`predicted_rule_spread` at the plan's counts (1,000 level, 1,000 fresh) and calibration pools of
+    1,000-4,000 null studies, for true nominal levels 0.050, 0.055 (the documented plan's) and 0.065, a line each."""
+    out = ["predicted spread of the recommended test's power over seeds 0-4 under the plan's rule (the nominal "
+           "test's level on 1,000 null studies that choose nothing; the calibrated test only where it is above "
+           "alpha + 2 MC SE, calibrated on other null studies; 1,000 fresh studies):"]
+    for rate in (0.050, 0.055, 0.065):
+        for cal in (1_000, 2_000, 4_000):
+            r = predicted_rule_spread(rate, 1_000, cal, 1_000)
+            out.append(f"  true nominal level {rate:.3f}, {cal:>5,} calibration null studies: SD over seeds "
+                       f"{r['sd']:.4f}, mean spread {r['mean_spread']:.3f}, P(spread >= 0.05) "
+                       f"{r['p_spread_ge_005']:.2f}, P(some seed calibrates) {r['p_any_calibrated']:.2f}")
+    return out
+
+
 def predict_lines() -> list[str]:
     """:func:`predicted_spread` at the plan's current counts (1,000 and 1,000) and larger ones, a line each."""
     out = ["predicted spread of the calibrated power over seeds 0-4 (normal model, one design at every seed):"]
@@ -161,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--predict", action="store_true", help="print the spread to expect (no plan is run)")
     args = ap.parse_args(argv)
     if args.predict:
-        print("\n".join(predict_lines()))
+        print("\n".join(predict_lines() + predict_rule_lines()))
         return
     if args.combine:
         rows = [json.loads(line) for f in args.combine for line in Path(f).read_text().splitlines()

@@ -80,9 +80,10 @@ def plan_at(seed: int, population: str, subjects: str | None, mc_se: float, work
 
 
 def spread(rows: Sequence[Mapping[str, Any]], key: str = "recommended_power") -> float:
-    """Largest less smallest of ``key`` (a power) over the seeds."""
-    powers = [float(r[key]) for r in rows]
-    return max(powers) - min(powers)
+    """Largest less smallest of ``key`` (a power) over the seeds that have it (NaN where none has: a plan whose
+    nominal test holds its level calibrates nothing)."""
+    powers = [float(r[key]) for r in rows if r.get(key) is not None]
+    return max(powers) - min(powers) if powers else float("nan")
 
 
 #: The documented Spektor λ + 1.0 plan's figures the prediction starts from: the nominal test's power on the fresh
@@ -216,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         rows = plan_seeds(args)
     for key, what in (("calibrated_power", "calibrated test's"), ("recommended_power", "recommended test's")):
-        powers = ", ".join(f"{r[key]:.3f}" for r in rows)
+        powers = ", ".join("-" if r.get(key) is None else f"{r[key]:.3f}" for r in rows)
         print(f"{what} power over seeds {args.seeds}: {powers}; spread {spread(rows, key):.3f}")
     tests = sorted({r["recommended_test"] for r in rows})
     print(f"recommended: {', '.join(tests)}; nominal type-I on the null studies: "

@@ -291,3 +291,18 @@ def test_a_people_plans_fresh_studies_are_as_many_as_its_null_studies(monkeypatc
         planner.Planner.fresh_table(SimpleNamespace(spec=spec, power=SimpleNamespace(workers=1, seconds_per_unit=1.0)),
                                     chosen)
     assert asked == [MIN_NULL_STUDIES, 178]
+
+
+def test_the_level_null_studies_report_and_the_calibration_null_studies_only_choose() -> None:
+    """The power kind's protocol: the nominal and calibrated tests' type-I errors come from the level null studies
+    (a reporting stream), the critical p from the calibration null studies (a choosing stream), never one set for
+    both."""
+    from cogtestbed.planning.kind_protocols import power_protocol
+    from cogtestbed.planning.protocol import CHOOSING, REPORTING
+    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, NULL_SEED_OFFSET
+
+    streams = power_protocol(3)
+    assert streams.issued[3 + NULL_SEED_OFFSET] == REPORTING and streams.issued[3 + CALIBRATION_SEED_OFFSET] == CHOOSING
+    reported = {r.name: r.seeds for r in streams.reported}
+    assert reported["nominal_type1"] == reported["calibrated_type1"] == (3 + NULL_SEED_OFFSET,)
+    streams.check()

@@ -108,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--pools", default=",".join(POOLS))
     ap.add_argument("--sims", type=int, default=1000)
     ap.add_argument("--combine", nargs="+", default=None, help="print the rows of earlier runs' JSON lines")
+    ap.add_argument("--record", default=None, metavar="NAME",
+                    help="write the rows to benchmarks/studies/results/NAME.json (recorded.py prints it)")
+    ap.add_argument("--command", default=None, help="with --record: the command lines recorded")
     args = ap.parse_args(argv)
     if args.combine:
         rows = [json.loads(x) for f in args.combine for x in Path(f).read_text().splitlines() if x.startswith("{")]
@@ -119,12 +122,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                 start = time.process_time()
                 rows.append(row(pool, pool_p_values(spec, pool, args.sims), time.process_time() - start))
                 print(json.dumps(rows[-1]), flush=True)
-    for r in rows:
-        print(line(r))
-    if len(rows) > 1:
-        a, b = rows[0], rows[-1]
+    out = [line(r) for r in rows]
+    for a, b in zip(rows, rows[1:]):
         z = (a["rate"] - b["rate"]) / math.hypot(a["mc_se"], b["mc_se"])
-        print(f"{a['pool']} - {b['pool']}: {a['rate'] - b['rate']:+.4f} ({z:+.2f} MC SE of the difference)")
+        out.append(f"{a['pool']} - {b['pool']}: {a['rate'] - b['rate']:+.4f} ({z:+.2f} MC SE of the difference)")
+    print("\n".join(out))
+    if args.record:
+        sibling("recorded").write(args.record, args.command or " ".join(["python", *sys.argv]), [], output=out)
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 rows.append(row(pool, pool_p_values(spec, pool, args.sims), time.process_time() - start))
                 print(json.dumps(rows[-1]), flush=True)
     out = [line(r) for r in rows]
-    for a, b in zip(rows, rows[1:]):
+    for a, b in zip(rows, rows[1:], strict=False):
         z = (a["rate"] - b["rate"]) / math.hypot(a["mc_se"], b["mc_se"])
         out.append(f"{a['pool']} - {b['pool']}: {a['rate'] - b['rate']:+.4f} ({z:+.2f} MC SE of the difference)")
     print("\n".join(out))

@@ -2,12 +2,13 @@
 
 The plan ``cogtestbed plan risky-choice --model prospect-theory --effect lambda=1.0 --llm openai:gpt-4o-mini
 --population human:spektor2024`` (Spektor's 30 people, the plan docs/human-data.md shows) sizes its design
-for the test it recommends: the nominal test where it holds its level on the plan's null studies (at least
-1,000, ``people_level.MIN_NULL_STUDIES``: upper figure ≤ α + 2 MC SE), else the test at the critical p
-calibrated on those null studies.  This script plans it
+for the test it recommends: the nominal test where it holds its level on the plan's level null studies (at least
+1,000, ``people_level.MIN_NULL_STUDIES``, which choose nothing: rate ≤ α + 2 MC SE), else the test at the critical
+p calibrated on twice as many other null studies (only then simulated).  This script plans it
 at each seed and prints, per seed, the chosen design, the nominal test's level on the null studies, the
-recommended test, the calibrated critical p, the calibrated test's power and the recommended test's power, both
-measured on the plan's fresh studies (seeds no search simulation used; as many as its null studies), then the
+recommended test, the calibrated critical p and the calibrated test's power (where the plan calibrates: "-"
+elsewhere) and the recommended test's power, both measured on the plan's fresh studies (seeds no search
+simulation used; as many as its level null studies), then the
 spread (largest − smallest) of each power over the seeds.
 
     python benchmarks/studies/people_seed_spread.py                                   # spektor2024, seeds 0-4
@@ -17,7 +18,8 @@ spread (largest − smallest) of each power over the seeds.
     python benchmarks/studies/people_seed_spread.py --population stand-in --seeds 0,1  # the 20-person stand-in
     python benchmarks/studies/people_seed_spread.py --predict      # the spread to expect, before any seed is run
 
-``--predict`` works the spread out in advance (:func:`predicted_spread`, seconds): the calibrated test's power
+``--predict`` works the spread out in advance (a second block: the recommended test's power under the plan's
+rule, :func:`predicted_rule_spread`) (:func:`predicted_spread`, seconds): the calibrated test's power
 moves with the seed through two draws, the critical p (an order statistic of the null p-values) and the fresh
 studies that measure the power (binomial); it prints, for several null and fresh study counts, the SD of the
 calibrated power over seeds, the mean spread over five seeds and the chance that the spread reaches 0.05, at the

@@ -111,8 +111,9 @@ def calibrate_people_test(spec: PowerStudy, null_sims: int, target: float, worke
 
 
 def calibration_from_nulls(p_values: Any, target: float, level: float) -> dict[str, Any]:
-    """:func:`calibrate_people_test`'s figures from its null studies' p-values (a plan that ran them
-    itself passes them: :func:`calibrated_section`'s ``nulls``)."""
+    """:func:`calibrate_people_test`'s figures from its null studies' p-values.  Its nominal rate is read on the
+    studies that chose the critical p: a plan reports the level from other null studies (:func:`level_from_nulls`
+    in :func:`calibrated_section`)."""
     p = np.asarray(p_values, float)
     critical = calibrated_critical_p(p, target)
     nominal = int(np.sum(p < level))

@@ -15,6 +15,7 @@ from cogtestbed.inference.population import load_population
 from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
 from cogtestbed.studies.driver import run_study
 from cogtestbed.studies.people_level import (
+    CALIBRATION_FACTOR,
     MIN_NULL_STUDIES,
     calibrated_critical_p,
     calibrated_power,
@@ -103,13 +104,41 @@ def test_the_calibrated_section_reads_both_tests_powers_off_the_fresh_studies() 
     rng = np.random.default_rng(7)
     fresh = pd.DataFrame({"p_value": rng.uniform(0, 0.2, 400), "direction": rng.choice([-1.0, 1.0], 400, p=[.1, .9])})
     nulls = pd.DataFrame({"p_value": rng.uniform(size=1000)})
-    out = calibrated_section(spec, fresh, 0.0375, nulls=nulls)
+    asked: list[int] = []
+    out = calibrated_section(spec, fresh, 0.0375, nulls=nulls, calibrate=lambda n: asked.append(n))
     hits = (fresh["p_value"] < 0.05) & (fresh["direction"] > 0)
     assert out["nominal_power"]["rate"] == pytest.approx(hits.mean()) and out["nominal_power"]["sims"] == 400
-    crit = out["critical_p"]
-    assert out["power"]["rate"] == pytest.approx(((fresh["p_value"] < crit) & (fresh["direction"] > 0)).mean())
-    assert out["recommended"] == ("nominal" if out["nominal_holds"] else "calibrated")
+    assert out["nominal_holds"] and out["recommended"] == "nominal"  # an exact test's p-values
+    assert asked == [] and "critical_p" not in out and "power" not in out  # nothing calibrated where it holds
     assert "fresh studies" in out["nominal_power"]["studies"]
+
+
+def test_a_critical_p_is_chosen_on_other_null_studies_than_those_that_report_the_level() -> None:
+    """Where the level null studies show the nominal test above α, the critical p is calibrated on
+    CALIBRATION_FACTOR times as many other null studies (which report nothing); the calibrated test's type-I is
+    measured on the level null studies and its power on the fresh studies."""
+    spec = _people_spec()
+    rng = np.random.default_rng(8)
+    fresh = pd.DataFrame({"p_value": rng.uniform(0, 0.2, 400), "direction": np.ones(400)})
+    level = pd.DataFrame({"p_value": rng.uniform(size=1000) * 0.6})  # 8.3 % below 0.05: above its level
+    calibration = pd.DataFrame({"p_value": rng.uniform(size=2000) * 0.5})
+    asked: list[int] = []
+
+    def calibrate(n: int) -> pd.DataFrame:
+        asked.append(n)
+        return calibration
+
+    out = calibrated_section(spec, fresh, 0.0375, nulls=level, calibrate=calibrate)
+    assert asked == [CALIBRATION_FACTOR * 1000] and not out["nominal_holds"] and out["recommended"] == "calibrated"
+    crit = calibrated_critical_p(calibration["p_value"], 0.0375)  # chosen on the calibration studies only
+    assert out["critical_p"] == crit and out["calibration_sims"] == 2000
+    assert out["nominal_rate"] == pytest.approx(np.mean(level["p_value"] < 0.05))  # measured on the level studies
+    assert out["level"]["rate"] == pytest.approx(np.mean(level["p_value"] < crit)) and out["level"]["sims"] == 1000
+    assert out["power"]["rate"] == pytest.approx(np.mean(fresh["p_value"] < crit))
+    words = calibrated_words(out)
+    assert f"calibrated on 2,000 other null studies; type-I {out['level']['rate']:.3f}" in words
+    assert words.startswith(f"; the nominal test is above its level (nominal type-I {out['nominal_rate']:.3f} ± 0.007 "
+                            "on 1,000 null studies")
 
 
 def test_a_critical_p_is_calibrated_on_at_least_1000_null_studies_and_the_nominal_test_kept_where_it_holds() -> None:
@@ -262,3 +291,18 @@ def test_a_people_plans_fresh_studies_are_as_many_as_its_null_studies(monkeypatc
         planner.Planner.fresh_table(SimpleNamespace(spec=spec, power=SimpleNamespace(workers=1, seconds_per_unit=1.0)),
                                     chosen)
     assert asked == [MIN_NULL_STUDIES, 178]
+
+
+def test_the_level_null_studies_report_and_the_calibration_null_studies_only_choose() -> None:
+    """The power kind's protocol: the nominal and calibrated tests' type-I errors come from the level null studies
+    (a reporting stream), the critical p from the calibration null studies (a choosing stream), never one set for
+    both."""
+    from cogtestbed.planning.kind_protocols import power_protocol
+    from cogtestbed.planning.protocol import CHOOSING, REPORTING
+    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, NULL_SEED_OFFSET
+
+    streams = power_protocol(3)
+    assert streams.issued[3 + NULL_SEED_OFFSET] == REPORTING and streams.issued[3 + CALIBRATION_SEED_OFFSET] == CHOOSING
+    reported = {r.name: r.seeds for r in streams.reported}
+    assert reported["nominal_type1"] == reported["calibrated_type1"] == (3 + NULL_SEED_OFFSET,)
+    streams.check()

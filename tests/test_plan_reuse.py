@@ -108,7 +108,7 @@ def test_a_plans_calibration_nulls_are_the_calibrations_own_studies_and_the_cond
     studies' LLM groups against the real participants without a fit."""
     from types import SimpleNamespace
 
-    from cogtestbed.planning.plan import calibration_nulls, one_size_table
+    from cogtestbed.planning.plan import calibration_nulls, level_nulls, one_size_table
     from cogtestbed.planning.space import study_at
     from cogtestbed.studies import people_level
     from cogtestbed.studies.conditional import conditional_on_sample
@@ -118,10 +118,11 @@ def test_a_plans_calibration_nulls_are_the_calibrations_own_studies_and_the_cond
     spec, point = _spec(), Point(12, 1, 48)
     fresh = one_size_table(spec, point, 6, 1, "test")
     result = SimpleNamespace(spec=spec, fresh=fresh, chosen=SimpleNamespace(point=point), workers=1)
-    nulls = calibration_nulls(result, 0.2)
+    nulls = level_nulls(result, 0.2)
     at = study_at(spec, point, 6)
-    assert calibrated_section(at, fresh, 0.2, 1, nulls=nulls) == calibrated_section(at, fresh, 0.2, 1)
-    assert calibration_nulls(result, 0.0) is None
+    assert calibrated_section(at, fresh, 0.2, 1, nulls=nulls, calibrate=lambda n: calibration_nulls(result, n)) == \
+        calibrated_section(at, fresh, 0.2, 1)
+    assert level_nulls(result, 0.0) is None
     seen = _counting(monkeypatch)
     groups = {"power": list(fresh["llm_values"]), "null": list(nulls["llm_values"])}
     out = conditional_on_sample(at, sims=6, workers=1, groups=groups)

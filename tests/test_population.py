@@ -155,7 +155,7 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     # fixed through the search (a plan that drew or searched it would say another number below).
     from cogtestbed.planning.plan import FRESH_SEED_OFFSET, Planner
     from cogtestbed.studies import driver
-    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, calibrated_power
+    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, NULL_SEED_OFFSET, calibrated_power
 
     path = str(_population(subjects=12).save(tmp_path / "pop.json"))
     seen: dict[str, object] = {"effect_studies": 0, "seeds": set()}
@@ -188,13 +188,17 @@ def test_an_llm_against_a_population_plans_one_llm_against_its_people(tmp_path, 
     payload = plan.to_dict()
     # issue 68: the calibrated test's power is measured on the fresh studies, not on those that chose the design
     cal, fresh, selecting = payload["calibrated_test"], seen["fresh"], seen["selecting"]
-    assert len(fresh) == len(selecting) == cal["power"]["sims"] == cal["null_sims"] == payload["power"]["sims"]
+    assert len(fresh) == len(selecting) == cal["nominal_power"]["sims"] == cal["null_sims"] == payload["power"]["sims"]
     assert not np.isin(fresh["p_value"].to_numpy(), selecting["p_value"].to_numpy()).any()
-    assert cal["power"]["rate"] == calibrated_power(fresh, cal["critical_p"], 0.45)["rate"]
-    assert seen["effect_studies"] == 0 and "fresh studies" in cal["power"]["studies"]
-    # the fresh and the calibration's null studies each on seeds of their own, not the search's 1, each run once;
+    assert cal["nominal_power"]["rate"] == calibrated_power(fresh, 0.05, 0.45)["rate"]
+    assert seen["effect_studies"] == 0 and "fresh studies" in cal["nominal_power"]["studies"]
+    if not cal["nominal_holds"]:
+        assert cal["power"]["rate"] == calibrated_power(fresh, cal["critical_p"], 0.45)["rate"]
+    # the fresh and the level null studies each on seeds of their own, not the search's 1, each run once; a
+    # critical p calibrated on other null studies only where the level's show the nominal test above alpha;
     # the conditional figures test their LLM groups against the participants (issue 71): no study of their own
-    assert seen["one_size"] == [1 + FRESH_SEED_OFFSET, 1 + CALIBRATION_SEED_OFFSET] and seen["seeds"] == set()
+    calibrating = [] if cal["nominal_holds"] else [1 + CALIBRATION_SEED_OFFSET]
+    assert seen["one_size"] == [1 + FRESH_SEED_OFFSET, 1 + NULL_SEED_OFFSET, *calibrating] and seen["seeds"] == set()
     assert payload["target"]["what"].startswith("a difference in optimism_bias of 0.45 between an LLM and 12 people "
                                                 "of population stand-in")
     assert len(payload["cost"]["per_llm"]) == 1 and payload["power_search"]["rate"] >= 0.8

@@ -397,9 +397,10 @@ def audit_forms(sims: int) -> list[Row]:
                 "plan: the noncentral t at fresh subjects' σ and estimand; fresh: the test on the form means")]
 
 
-def audit_people(sims: int) -> list[Row]:
-    """An LLM-against-people plan's power and its nominal test's level on fresh studies (a 20-person
-    stand-in population, prospect theory's λ + 1.0)."""
+def audit_people(sims: int, null_sims: int | None = None) -> list[Row]:
+    """An LLM-against-people plan's power, its nominal test's level and, where the plan calibrates, the
+    calibrated test's level and power, on fresh studies (a 20-person stand-in population, prospect theory's
+    λ + 1.0): ``sims`` fresh effect studies, ``null_sims`` (default ``sims``) fresh null studies."""
     import cogtestbed as ct
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -408,16 +409,26 @@ def audit_people(sims: int) -> list[Row]:
                           subjects="5:40", trials="98", mc_se=MC_SE, seed=0, workers=1).to_dict()
         spec, chosen = study_of(payload), payload["chosen"]
         n, level, seed = int(chosen["subjects"]), float(spec.level), int(spec.seed) + AUDIT_SEED_OFFSET
-        pw = rate(detections(fresh_power_rows(spec, n, sims, seed), float(spec.effect_size), level))
-        t1 = rate(detections(fresh_power_rows(spec, n, sims, seed + 1, 0.0), 0.0, level))
+        effect = fresh_power_rows(spec, n, sims, seed)
+        null = fresh_power_rows(spec, n, null_sims or sims, seed + 1, 0.0)
     design = f"risky-choice λ + 1.0 against 20 stand-in people, {n} LLM subjects, 98 trials"
     cal = payload.get("calibrated_test") or {}
     plan_pw = payload["power"]
-    rows = [Row("people", "power", plan_pw["rate"], plan_pw["mc_se"], *pw, design,
+    rows = [Row("people", "power", plan_pw["rate"], plan_pw["mc_se"],
+                *rate(detections(effect, float(spec.effect_size), level)), design,
                 f"test: {payload['study'].get('method')}; plan: {plan_pw['sims']} fresh studies")]
     if "nominal_rate" in cal:
-        rows.append(Row("people", "type-I (nominal test)", cal["nominal_rate"], cal["nominal_rate_mc_se"], *t1, design,
-                        f"plan: {cal['null_sims']} calibration null studies; recommended: {cal.get('recommended')}"))
+        rows.append(Row("people", "type-I (nominal test)", cal["nominal_rate"], cal["nominal_rate_mc_se"],
+                        *rate(detections(null, 0.0, level)), design,
+                        f"plan: {cal['null_sims']} level null studies (they choose nothing); "
+                        f"recommended: {cal.get('recommended')}"))
+    if "level" in cal:  # the plan calibrated: its critical p chosen on other null studies
+        crit = float(cal["critical_p"])
+        rows += [Row("people", "type-I (calibrated test)", cal["level"]["rate"], cal["level"]["mc_se"],
+                     *rate(detections(null, 0.0, crit)), design,
+                     f"critical p {crit:.4g} from {cal['calibration_sims']} calibration null studies"),
+                 Row("people", "power (calibrated test)", cal["power"]["rate"], cal["power"]["mc_se"],
+                     *rate(detections(effect, float(spec.effect_size), crit)), design)]
     return rows
 
 
@@ -474,6 +485,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", default=",".join(AUDITS), help=f"kinds, comma-separated (default: {','.join(AUDITS)})")
     ap.add_argument("--sims", type=int, default=400, help="fresh studies per hypothesis and row")
+    ap.add_argument("--null-sims", type=int, default=None,
+                    help="the people row's fresh null studies (default: --sims)")
     ap.add_argument("--json", type=Path, default=None, help="write the rows as JSON too")
     ap.add_argument("--merge", type=Path, nargs="+", default=None,
                     help="print (and --record) the rows of earlier --json files instead of running any")
@@ -487,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         raise SystemExit(f"error: unknown row {unknown[0]!r}; rows: {', '.join(AUDITS)}")
     print(header())
+    if args.null_sims:
+        AUDITS["people"] = lambda s: audit_people(s, args.null_sims)
     rows = merged(args.merge) if args.merge else run_audit(names, args.sims)
     if args.merge:
         for r in rows:

@@ -2,12 +2,13 @@
 
 The plan ``cogtestbed plan risky-choice --model prospect-theory --effect lambda=1.0 --llm openai:gpt-4o-mini
 --population human:spektor2024`` (Spektor's 30 people, the plan docs/human-data.md shows) sizes its design
-for the test it recommends: the nominal test where it holds its level on the plan's null studies (at least
-1,000, ``people_level.MIN_NULL_STUDIES``: upper figure ≤ α + 2 MC SE), else the test at the critical p
-calibrated on those null studies.  This script plans it
+for the test it recommends: the nominal test where it holds its level on the plan's level null studies (at least
+1,000, ``people_level.MIN_NULL_STUDIES``, which choose nothing: rate ≤ α + 2 MC SE), else the test at the critical
+p calibrated on twice as many other null studies (only then simulated).  This script plans it
 at each seed and prints, per seed, the chosen design, the nominal test's level on the null studies, the
-recommended test, the calibrated critical p, the calibrated test's power and the recommended test's power, both
-measured on the plan's fresh studies (seeds no search simulation used; as many as its null studies), then the
+recommended test, the calibrated critical p and the calibrated test's power (where the plan calibrates: "-"
+elsewhere) and the recommended test's power, both measured on the plan's fresh studies (seeds no search
+simulation used; as many as its level null studies), then the
 spread (largest − smallest) of each power over the seeds.
 
     python benchmarks/studies/people_seed_spread.py                                   # spektor2024, seeds 0-4
@@ -17,7 +18,8 @@ spread (largest − smallest) of each power over the seeds.
     python benchmarks/studies/people_seed_spread.py --population stand-in --seeds 0,1  # the 20-person stand-in
     python benchmarks/studies/people_seed_spread.py --predict      # the spread to expect, before any seed is run
 
-``--predict`` works the spread out in advance (:func:`predicted_spread`, seconds): the calibrated test's power
+``--predict`` works the spread out in advance (a second block: the recommended test's power under the plan's
+rule, :func:`predicted_rule_spread`) (:func:`predicted_spread`, seconds): the calibrated test's power
 moves with the seed through two draws, the critical p (an order statistic of the null p-values) and the fresh
 studies that measure the power (binomial); it prints, for several null and fresh study counts, the SD of the
 calibrated power over seeds, the mean spread over five seeds and the chance that the spread reaches 0.05, at the
@@ -80,9 +82,10 @@ def plan_at(seed: int, population: str, subjects: str | None, mc_se: float, work
 
 
 def spread(rows: Sequence[Mapping[str, Any]], key: str = "recommended_power") -> float:
-    """Largest less smallest of ``key`` (a power) over the seeds."""
-    powers = [float(r[key]) for r in rows]
-    return max(powers) - min(powers)
+    """Largest less smallest of ``key`` (a power) over the seeds that have it (NaN where none has: a plan whose
+    nominal test holds its level calibrates nothing)."""
+    powers = [float(r[key]) for r in rows if r.get(key) is not None]
+    return max(powers) - min(powers) if powers else float("nan")
 
 
 #: The documented Spektor λ + 1.0 plan's figures the prediction starts from: the nominal test's power on the fresh
@@ -108,6 +111,52 @@ def predicted_spread(null_sims: int, fresh_sims: int, seeds: int = 5, reps: int 
     spread = measured.max(axis=1) - measured.min(axis=1)
     return {"sd": float(measured.std(axis=1, ddof=1).mean()), "mean_spread": float(spread.mean()),
             "p_spread_ge_005": float((spread >= 0.05).mean())}
+
+
+def predicted_rule_spread(null_rate: float, level_sims: int, calibration_sims: int, fresh_sims: int, seeds: int = 5,
+                          reps: int = 20_000, seed: int = 0,
+                          figures: Mapping[str, float] = SPEKTOR_FIGURES) -> dict[str, float]:
+    """The recommended test's power spread over ``seeds`` seeds under the plan's rule (``people_level``): the
+    nominal test's level is measured on ``level_sims`` null studies that choose nothing; where its rate is at most
+    α + 2 MC SE (:func:`~cogtestbed.studies.people_level.nominal_holds`) the nominal test is recommended and its
+    power read on ``fresh_sims`` fresh studies, else the critical p is calibrated on ``calibration_sims`` other null
+    studies (at :func:`~cogtestbed.planning.kinds.sequential.seqauto.calibration_level`) and the calibrated test's
+    power read on the same fresh studies.  ``null_rate``: the nominal test's true level; the normal model and the
+    one design at every seed of :func:`predicted_spread`.  Returns the power's SD over seeds, the mean spread,
+    P(spread ≥ 0.05) and the chance that at least one seed recommends the calibrated test."""
+    from scipy import stats
+
+    from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
+    from cogtestbed.studies.people_level import nominal_holds
+
+    rng = np.random.default_rng(seed)
+    level = figures["level"]
+    delta = stats.norm.isf(level / 2) + stats.norm.ppf(figures["power"])
+    rejected = rng.binomial(level_sims, null_rate, size=(reps, seeds))
+    holds = np.vectorize(lambda r: nominal_holds(int(r), level_sims, level))(rejected)
+    pair = round(2 * calibration_sims * level_sims / (calibration_sims + level_sims))  # calibration_pair_count
+    k = int(calibration_level(level, pair) * calibration_sims) + 1
+    crit = rng.beta(k, calibration_sims - k + 1, size=(reps, seeds)) * level / null_rate
+    power = np.where(holds, figures["power"], stats.norm.cdf(delta - stats.norm.isf(crit / 2)))
+    measured = rng.binomial(fresh_sims, power) / fresh_sims
+    spread = measured.max(axis=1) - measured.min(axis=1)
+    return {"sd": float(measured.std(axis=1, ddof=1).mean()), "mean_spread": float(spread.mean()),
+            "p_spread_ge_005": float((spread >= 0.05).mean()), "p_any_calibrated": float((~holds).any(axis=1).mean())}
+
+
+def predict_rule_lines() -> list[str]:
+    """:func:`predicted_rule_spread` at the plan's counts (1,000 level, 1,000 fresh) and calibration pools of
+    1,000-4,000 null studies, for true nominal levels 0.050, 0.055 (the documented plan's) and 0.065, a line each."""
+    out = ["predicted spread of the recommended test's power over seeds 0-4 under the plan's rule (the nominal "
+           "test's level on 1,000 null studies that choose nothing; the calibrated test only where it is above "
+           "alpha + 2 MC SE, calibrated on other null studies; 1,000 fresh studies):"]
+    for rate in (0.050, 0.055, 0.065):
+        for cal in (1_000, 2_000, 4_000):
+            r = predicted_rule_spread(rate, 1_000, cal, 1_000)
+            out.append(f"  true nominal level {rate:.3f}, {cal:>5,} calibration null studies: SD over seeds "
+                       f"{r['sd']:.4f}, mean spread {r['mean_spread']:.3f}, P(spread >= 0.05) "
+                       f"{r['p_spread_ge_005']:.2f}, P(some seed calibrates) {r['p_any_calibrated']:.2f}")
+    return out
 
 
 def predict_lines() -> list[str]:
@@ -161,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--predict", action="store_true", help="print the spread to expect (no plan is run)")
     args = ap.parse_args(argv)
     if args.predict:
-        print("\n".join(predict_lines()))
+        print("\n".join(predict_lines() + predict_rule_lines()))
         return
     if args.combine:
         rows = [json.loads(line) for f in args.combine for line in Path(f).read_text().splitlines()
@@ -170,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     else:
         rows = plan_seeds(args)
     for key, what in (("calibrated_power", "calibrated test's"), ("recommended_power", "recommended test's")):
-        powers = ", ".join(f"{r[key]:.3f}" for r in rows)
+        powers = ", ".join("-" if r.get(key) is None else f"{r[key]:.3f}" for r in rows)
         print(f"{what} power over seeds {args.seeds}: {powers}; spread {spread(rows, key):.3f}")
     tests = sorted({r["recommended_test"] for r in rows})
     print(f"recommended: {', '.join(tests)}; nominal type-I on the null studies: "

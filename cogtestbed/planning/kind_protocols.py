@@ -11,8 +11,10 @@ its reporting onto its choosing seeds fails :func:`~cogtestbed.planning.protocol
 ==============  ===========================================================================================
 ``power``       the search's studies (``SeedSequence([seed, k])``) choose the size; the power printed is
                 measured on as many fresh studies at the chosen design (``seed + FRESH_SEED_OFFSET``);
-                an LLM-against-people plan's critical p is chosen on its calibration null studies
-                (``seed + CALIBRATION_SEED_OFFSET``) and its calibrated power measured on the fresh ones
+                an LLM-against-people plan's test level is measured on null studies that choose nothing
+                (``seed + NULL_SEED_OFFSET``); its critical p, where needed, is chosen on other null studies
+                (``seed + CALIBRATION_SEED_OFFSET``) and the calibrated test's level and power measured on the
+                level null and the fresh studies
 ``hierarchical`` as ``power`` (the same planner, the hierarchical fit's size search on top)
 ``sequential``  the bounds and the maximum size are chosen on the effect and calibration studies; the type-I
                 error is measured on fresh null studies and the power, expected size and saving on fresh
@@ -42,23 +44,29 @@ FRESH_ADAPTIVE = 9_500_029
 
 def power_streams(seed: int) -> SeedStreams:
     """A fixed (or hierarchical) plan's streams: the search's studies choose; the fresh studies at the chosen
-    design report; an LLM-against-people plan's calibration null studies choose its critical p."""
+    design report; an LLM-against-people plan's level null studies report its tests' type-I errors, its
+    calibration null studies choose its critical p."""
     from cogtestbed.planning.plan import FRESH_SEED_OFFSET
-    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET
+    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, NULL_SEED_OFFSET
 
     streams = SeedStreams(int(seed), POWER_KEY)
     streams.adopt(CHOOSING, (int(seed), int(seed) + CALIBRATION_SEED_OFFSET))
-    streams.adopt(REPORTING, (int(seed) + FRESH_SEED_OFFSET,))
+    streams.adopt(REPORTING, (int(seed) + FRESH_SEED_OFFSET, int(seed) + NULL_SEED_OFFSET))
     return streams
 
 
 def power_protocol(seed: int) -> SeedStreams:
-    """The ``power`` and ``hierarchical`` kinds' declaration: the power (and a calibrated test's power)
-    reported from the fresh studies."""
+    """The ``power`` and ``hierarchical`` kinds' declaration: the power (and the nominal and calibrated tests'
+    powers) reported from the fresh studies; the nominal and calibrated tests' type-I errors from the level null
+    studies."""
+    from cogtestbed.planning.plan import FRESH_SEED_OFFSET
+    from cogtestbed.studies.people_level import NULL_SEED_OFFSET
+
     streams = power_streams(seed)
-    fresh = [s for s, role in streams.issued.items() if role == REPORTING]
-    for name in ("power", "calibrated_power"):
-        streams.report(name, 0.0, 0.0, fresh)
+    for name in ("power", "nominal_power", "calibrated_power"):
+        streams.report(name, 0.0, 0.0, [int(seed) + FRESH_SEED_OFFSET])
+    for name in ("nominal_type1", "calibrated_type1"):
+        streams.report(name, 0.0, 0.0, [int(seed) + NULL_SEED_OFFSET])
     return streams
 
 

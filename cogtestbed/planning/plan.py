@@ -585,22 +585,34 @@ def one_size_table(spec: PlannedStudy, point: Point, sims: int, workers: int, la
     return table
 
 
-def calibration_nulls(result: PlanResult, target: float) -> pd.DataFrame | None:
-    """The null studies that calibrate an LLM-against-people plan's test at its chosen design
-    (:func:`~cogtestbed.studies.people_level.calibrate_people_test`'s: as many as its fresh
-    studies and at least ``MIN_NULL_STUDIES``, no effect, seeded apart by its ``CALIBRATION_SEED_OFFSET``),
-    with each study's LLM group (``llm_values``), which the conditional null rejection reuses; None where
-    the plan calibrates nothing (not such a plan, no fresh studies, or a ``target`` not above 0)."""
+def level_nulls(result: PlanResult, target: float) -> pd.DataFrame | None:
+    """The null studies that measure an LLM-against-people plan's test level at its chosen design (they choose
+    nothing: :func:`~cogtestbed.studies.people_level.calibrated_section`'s ``nulls``; as many as its fresh
+    studies and at least ``MIN_NULL_STUDIES``, no effect, seeded apart by ``NULL_SEED_OFFSET``), with each study's
+    LLM group (``llm_values``), which the conditional null rejection reuses; None where the plan measures no
+    level (not such a plan, no fresh studies, or a ``target`` not above 0)."""
     from cogtestbed.planning.kinds.power.power_sims import reuses_fits
-    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET, null_study_count
+    from cogtestbed.studies.people_level import NULL_SEED_OFFSET, null_study_count
 
     fresh = 0 if result.fresh is None else len(result.fresh)
     if not (reuses_fits(result.spec) and fresh and target > 0.0):
         return None
-    sims = null_study_count(fresh)
+    null = result.spec.model_copy(update={"effect_size": 0.0, "critical_p": None,
+                                          "seed": result.spec.seed + NULL_SEED_OFFSET})
+    return one_size_table(null, result.chosen.point, null_study_count(fresh), result.workers,
+                          "fixed plan: null studies measuring the test's level at")
+
+
+def calibration_nulls(result: PlanResult, count: int) -> pd.DataFrame:
+    """``count`` null studies that calibrate an LLM-against-people plan's critical p at its chosen design (they
+    choose it and report nothing; run only where its level null studies show the nominal test above α:
+    :func:`~cogtestbed.studies.people_level.calibrated_section`'s ``calibrate``), seeded apart by
+    ``CALIBRATION_SEED_OFFSET``."""
+    from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET
+
     null = result.spec.model_copy(update={"effect_size": 0.0, "critical_p": None,
                                           "seed": result.spec.seed + CALIBRATION_SEED_OFFSET})
-    return one_size_table(null, result.chosen.point, sims, result.workers,
+    return one_size_table(null, result.chosen.point, int(count), result.workers,
                           "fixed plan: null studies calibrating the test at")
 
 

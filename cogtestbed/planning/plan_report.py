@@ -24,11 +24,16 @@ from cogtestbed.errors import InputError
 from cogtestbed.experiments.spec import ExperimentSpec
 from cogtestbed.planning.kinds.power.power_sims import verdict
 from cogtestbed.planning.kinds.sequential.seqauto import calibration_level
-from cogtestbed.planning.plan import FRESH_SEED_OFFSET, PlanResult, calibration_nulls, describe_target
+from cogtestbed.planning.plan import FRESH_SEED_OFFSET, PlanResult, calibration_nulls, describe_target, level_nulls
 from cogtestbed.planning.pricing import Pricer, tokens_source
 from cogtestbed.planning.space import sessions_per_llm, study_at
 from cogtestbed.studies.conditional import conditional_section, conditional_words
-from cogtestbed.studies.people_level import calibrated_section, calibrated_words, null_study_count
+from cogtestbed.studies.people_level import (
+    calibrated_section,
+    calibrated_words,
+    calibration_pair_count,
+    null_study_count,
+)
 from cogtestbed.studies.study_data import design_for_trials
 from cogtestbed.studies.study_kinds import ModelStudy, PlannedStudy
 from cogtestbed.trials import package_versions
@@ -158,8 +163,8 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
     chosen = result.chosen
     assert chosen.cost is not None
     at_chosen = study_at(result.spec, chosen.point, chosen.estimate.sims)
-    target = calibration_level(result.spec.level, null_study_count(chosen.estimate.sims))
-    nulls = calibration_nulls(result, target)  # an LLM against people: run once, read by two sections
+    target = calibration_level(result.spec.level, calibration_pair_count(null_study_count(chosen.estimate.sims)))
+    nulls = level_nulls(result, target)  # an LLM against people: run once, read by two sections
     cost = {**chosen.cost.as_dict(), **tokens_source(pricer)}
     if pilot is not None and pilot.completion_tokens_per_call is not None:
         cost["expected_completion_tokens"] = round(pilot.completion_tokens_per_call * chosen.cost.calls)
@@ -180,12 +185,13 @@ def plan_payload(result: PlanResult, pricer: Pricer, exp: ExperimentSpec, max_co
         "run": run_section(result, pricer, exp, max_cost),
         "study": at_chosen.model_dump(mode="json"),
         # an LLM against people, conditional on the population's real participants (
-        # the LLM groups of the fresh and the calibration studies, tested against them: no new fits)
+        # the LLM groups of the fresh and the level null studies, tested against them: no new fits)
         "power_conditional": conditional_section(at_chosen, chosen.estimate.sims, result.workers,
                                                  groups=_groups(result.fresh, nulls)),
-        # the test's critical p calibrated at the people's and the LLM's trial counts
-        # (its power on the plan's fresh studies at the design, not on those that chose it)
-        "calibrated_test": calibrated_section(at_chosen, result.fresh, target, result.workers, nulls=nulls),
+        # the nominal test's level on null studies that choose nothing; a critical p calibrated on other null
+        # studies only where they show it above alpha (powers on the plan's fresh studies, not those that chose it)
+        "calibrated_test": calibrated_section(at_chosen, result.fresh, target, result.workers, nulls=nulls,
+                                              calibrate=lambda count: calibration_nulls(result, count)),
         "searched": result.searched,
         "notes": list(result.notes),
         "warnings": recovery_warnings(result.recovery),

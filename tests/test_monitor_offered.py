@@ -51,3 +51,29 @@ def test_the_plans_own_sequential_design_is_marked_too() -> None:
     seq["null"] = {"rejection_rate": 0.02, "mc_se": 0.003, "sims": 2000}
     assert not _row(design_table({"monitor": _monitor(), "chosen": CHOSEN, "sequential": seq}),
                     "group-seq.").endswith(NOT_OFFERED)
+
+
+def test_a_population_null_is_printed_as_what_it_is() -> None:
+    """A one-LLM monitor without a declared nuisance region tests the null mean at the plan's simulated population
+    only: the plan says so in its own line (and recommends the fixed design when the monitor is over the bar)."""
+    import numpy as np
+
+    from cogtestbed.planning.kinds.monitor.monitor_kind import choose_test
+
+    rng = np.random.default_rng(3)
+    test = choose_test(np.clip(rng.normal(0.2, 0.2, 2000), -0.5, 0.5), np.clip(rng.normal(-0.01, 0.2, 2000), -0.5,
+                                                                                0.5), -0.5, 0.5, 1)
+    assert test["null_scope"] == "population" and "plan's simulated population" in test["property"]
+    assert "not covered" in test["property"]
+    eq = {"test": "t-test", "fixed_size": 12.7, "fixed_size_se": 0.4, "fixed_size_whole": 13, "sequential_power": 0.82,
+          "sequential_power_se": 0.035, "fixed_power": 0.831, "fixed_power_se": 0.008}
+    mon = {**_monitor(null_rejection=0.0, null_upper=0.0007), "null_scope": "population", "halfwidth": 0.0239,
+           "equal_power": eq, "saving": -0.105, "saving_se": 0.037}
+    lines = design_table({"monitor": mon, "chosen": CHOSEN})
+    null = [line for line in lines if line.startswith("  null: ")]
+    assert null == ["  null: the plan's simulated population without the effect (not every LLM without it): the "
+                    "statistic's null mean within 0 ± 0.0239 there; no nuisance region is declared for this effect, "
+                    "so the type-I guarantee is not measured for an LLM unlike that population"]
+    assert any(line.startswith("  recommended: the fixed design. At equal power the monitor costs 10.5% more")
+               for line in lines)
+    assert not [line for line in design_table({"monitor": _monitor(), "chosen": CHOSEN}) if line.startswith("  null: ")]

@@ -72,6 +72,11 @@ def run(args: argparse.Namespace) -> None:
               flush=True)
 
 
+#: Why a row has no saving at equal power: its pools were simulated before the comparator existed, and the
+#: comparator needs them (they are not recorded); ``monitor.py run`` of the question into a new file measures it.
+NO_EQUAL_POWER = "not measured (a row of 27 Nov, before the equal-power comparator; its pools are not recorded)"
+
+
 def _pm(x: float, se: float, fmt: str = ".3f") -> str:
     return f"{x:{fmt}}±{se:{fmt}}"
 
@@ -114,6 +119,11 @@ def rows(r: Mapping[str, Any]) -> list[str]:
     if recommended(r) == "fixed":
         out.append(f"  recommended: the fixed design (the monitor costs {-100 * r['saving']:.1f}% more at equal "
                    "power under the effect, over the 10% bar)")
+    if r.get("test") == "mean" and not r.get("null_points"):
+        out.append("  null: the plan's simulated population without the effect (not every LLM without it); no "
+                   "nuisance region is declared for this effect, so the type-I figures hold for that population only")
+    if not eq:
+        out.append(f"  at equal power: {NO_EQUAL_POWER}")
     out.append(f"  validity needs: {r['property']}")
     out += null_table(r)
     out.append(f"  {r['simulated_units'] or 'cached'} simulated units, {r['cpu_s']:.0f} s CPU"
@@ -156,7 +166,7 @@ def brief(r: Mapping[str, Any]) -> str:
     eq = r.get("equal_power") or {}
     if not eq:  # measured before the equal-power comparator: no saving at equal power to show
         return (f"{r['question'][:62]:<62} {'-':>6} {'-':>9} {seq:>6} {r['expected_effect']:>6.1f} {'-':>18} "
-                f"{r['null_upper']:>7.4f}")
+                f"{r['null_upper']:>7.4f}  {NO_EQUAL_POWER}")
     lo, hi = (100 * x for x in r["saving_interval"])
     saving = f"{100 * r['saving']:+.1f}% [{lo:+.0f},{hi:+.0f}]"
     from cogtestbed.planning.kinds.monitor.monitor_kind import recommended

@@ -466,9 +466,11 @@ def choose_test(eff_pool: np.ndarray, nul_pool: np.ndarray, lo: float, hi: float
     return {"test": "mean", "symmetry_scale": None, "halfwidth": width, "planned_bet": bet,
             "growth": float(np.mean(np.log1p(bet * (y - faced)))),
             "method": f"betting e-process for the mean against the null interval 0 ± {width:.4f}: {mix}",
+            "null_scope": "population",
             "property": f"every observation lies in [{lo:g}, {hi:g}] (the parameters' declared bounds) and under "
-                        f"the null its mean lies in 0 ± {width:.4f} (the per-subject MLE's simulated null mean "
-                        f"{mean:+.4f} ± {se:.4f}, widened by {BIAS_Z} SE)"}
+                        f"the null its mean lies in 0 ± {width:.4f} (the per-subject MLE's null mean at the plan's "
+                        f"simulated population, {mean:+.4f} ± {se:.4f}, widened by {BIAS_Z} SE; no nuisance region "
+                        "is declared, so an LLM without the effect but unlike that population is not covered)"}
 
 
 def _composite_test(eff: np.ndarray, lo: float, hi: float, composite: Mapping[str, Any], mix: str) -> dict[str, Any]:
@@ -595,11 +597,7 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                 + (f", at K_t <= {fut:g} (futility, chosen on the choosing pools)" if fut else "")
                 + f" or at the cap {mon['cap']} "
                 f"(futility{'' if mon['reached'] else ': target power not reached by ' + str(mon['longest'])})")
-    if mon.get("null_interval") is not None:
-        region = ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in mon["nuisance_region"].items())
-        rows.append(f"  null: every LLM without the effect in the nuisance region {region}: the statistic's null "
-                    f"mean within [{mon['null_interval'][0]:+.4f}, {mon['null_interval'][1]:+.4f}] (measured at "
-                    f"{len(mon['composite']['points'])} points, widened by {mon['composite']['margin_se']:g} MC SE)")
+    rows += _null_lines(mon)
     rows += _equal_power_lines(mon, units)
     rows.append(f"  validity needs only: {mon['property']}; null rejection at any look to {mon['longest']} "
                 f"{mon['null_rejection_any']:.4f} (upper {mon['null_upper_any']:.4f}; {mon['null_studies']} null "
@@ -610,6 +608,21 @@ def design_table(payload: Mapping[str, Any]) -> list[str]:
                     f"{level:g} is shown, not offered (measured on {mon['null_studies']} null studies: more "
                     "--monitor-sims measure it closer, or it does exceed alpha)")
     return rows
+
+
+def _null_lines(mon: Mapping[str, Any]) -> list[str]:
+    """What the one-LLM monitor's null covers: every LLM of the declared nuisance region (a composite null), or
+    only the plan's simulated population (no region declared); nothing for another test."""
+    if mon.get("null_interval") is not None:
+        region = ", ".join(f"{k} in [{v[0]:g}, {v[1]:g}]" for k, v in mon["nuisance_region"].items())
+        return [f"  null: every LLM without the effect in the nuisance region {region}: the statistic's null "
+                f"mean within [{mon['null_interval'][0]:+.4f}, {mon['null_interval'][1]:+.4f}] (measured at "
+                f"{len(mon['composite']['points'])} points, widened by {mon['composite']['margin_se']:g} MC SE)"]
+    if mon.get("null_scope") == "population":
+        return [f"  null: the plan's simulated population without the effect (not every LLM without it): the "
+                f"statistic's null mean within 0 ± {mon['halfwidth']:.4f} there; no nuisance region is declared "
+                "for this effect, so the type-I guarantee is not measured for an LLM unlike that population"]
+    return []
 
 
 #: The mark of a design whose type-I error's upper bound exceeds the level: shown, never offered.

@@ -12,7 +12,7 @@ the figure to compare; the load average is printed with each):
 * the compile share of a recovery worker: a worker forked after the parent ran the first task
   (as :func:`~cogtestbed.studies.driver.run_study` does) and, for contrast, a fresh
   interpreter loading everything from the on-disk cache;
-* ``cogtestbed recover rw-pm -e instrumental-learning --reps 100 --subjects 50 --workers 2``
+* ``cogtestbed recover instrumental-learning --model rw-pm --reps 100 --subjects 50 --workers 2``
   (target ≤ 15 s on 2 cores).
 
 Each fitting call is printed next to the floor measured in the same run: a process that only
@@ -182,7 +182,7 @@ def bench_worker() -> None:
 
 
 def bench_recovery(reps: int) -> None:
-    args = ["-m", "cogtestbed", "recover", "rw-pm", "-e", "instrumental-learning", "--reps", str(reps),
+    args = ["-m", "cogtestbed", "recover", "instrumental-learning", "--model", "rw-pm", "--reps", str(reps),
             "--subjects", "50", "--workers", "2", "--json"]
     wall, cpu, out = run(args)
     seconds = json.loads(out.strip().splitlines()[-1])["seconds"]

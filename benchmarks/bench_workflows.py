@@ -10,7 +10,7 @@ and CPU seconds (the process and its workers) of each workflow in each checkout 
 * ``cogtestbed --help``;
 * ``cogtestbed demo`` (simulate -> metrics -> power -> report, ``make demo``'s job);
 * ``cogtestbed metrics instrumental-learning <CogBench gpt-4.csv> --json`` (warm numba cache);
-* ``cogtestbed recover rw-pm --experiment instrumental-learning --subjects 50 --reps 100 --method mle
+* ``cogtestbed recover instrumental-learning --model rw-pm --subjects 50 --reps 100 --method mle
   --seed 1 --json`` (the README's recovery study, 2 workers);
 * ``cogtestbed plan instrumental-learning --model rw-pm --effect optimism_bias=0.2 --power 0.8
   --llm openai:gpt-4o-mini --json`` (the README's planning benchmark, 2 workers).
@@ -46,7 +46,7 @@ WORKFLOWS: dict[str, Callable[[Path], list[str]]] = {
     "help": lambda out: ["--help"],
     "demo": lambda out: ["demo", "-o", str(out), "--force"],
     "metrics": lambda out: ["metrics", "instrumental-learning", str(GPT4), "--json"],
-    "recover": lambda out: ["recover", "rw-pm", "--experiment", "instrumental-learning", "--subjects", "50",
+    "recover": lambda out: ["recover", "instrumental-learning", "--model", "rw-pm", "--subjects", "50",
                             "--reps", "100", "--method", "mle", "--seed", "1", "--workers", "2", "--json"],
     "plan": lambda out: ["plan", "instrumental-learning", "--model", "rw-pm", "--effect", "optimism_bias=0.2",
                          "--power", "0.8", "--llm", "openai:gpt-4o-mini", "--workers", "2", "--json", "-o", str(out)],

@@ -113,7 +113,7 @@ def test_looks_of_a_folder_without_a_sequential_run_is_one_line(tmp_path: Path,
 def test_recover_prints_the_summary_of_the_study_ct_recover_returns(tmp_path: Path,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--subjects", "6", "--reps", "2", "--trials", "48", "--seed", "2", "--workers", "1"]
-    assert run_cli(["recover", "rw", *args, "--json", "-o", str(tmp_path / "cli")]) == 0
+    assert run_cli(["recover", "--model", "rw", *args, "--json", "-o", str(tmp_path / "cli")]) == 0
     printed = _json(capsys)
     study = ct.recover("rw", subjects=6, reps=2, trials=48, seed=2, workers=1, output=tmp_path / "api")
     returned = json.loads(json.dumps(study.to_dict(), default=str))

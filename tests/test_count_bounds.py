@@ -70,8 +70,8 @@ OVER = [
      "--subjects 10,000,000,000 is over its bound of 1,000,000,000"),
     (["run", "instrumental-learning", "--llm", MINI, "--dry-run", "--subjects", "100000000", "-o", "unwritten"],
      "--subjects 100,000,000 is over its bound of 100,000"),
-    (["recover", "rw-pm", "--reps", "10000000"], "--reps 10,000,000 is over its bound of 100,000"),
-    (["recover", "rw-pm", "--method", "hierarchical", "--draws", "10000000"],
+    (["recover", "--model", "rw-pm", "--reps", "10000000"], "--reps 10,000,000 is over its bound of 100,000"),
+    (["recover", "--model", "rw-pm", "--method", "hierarchical", "--draws", "10000000"],
      "--draws 10,000,000 is over its bound of 100,000: 10,000,000 posterior draws per chain would take about "
      "64 GB of memory"),
     (["power", "rw-pm", "--effect", "optimism_bias=0.2", "--sims", "10000000"],

@@ -28,7 +28,7 @@ def test_a_study_estimate_comes_before_the_first_task(capsys, monkeypatch) -> No
 
     monkeypatch.setattr(progress, "ESTIMATE_OVER", 0.0)  # every job gets one (the default: over a minute)
     monkeypatch.setattr(progress, "LINE_INTERVAL", 0.0)
-    assert run_cli(["recover", "rw-pm", "-e", "instrumental-learning", "--subjects", "4,8", "--trials", "48,96",
+    assert run_cli(["recover", "instrumental-learning", "--model", "rw-pm", "--subjects", "4,8", "--trials", "48,96",
                     "--reps", "2", "--workers", "1"]) == 0
     lines = capsys.readouterr().err.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("recovery: estimated "))

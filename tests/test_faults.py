@@ -45,21 +45,21 @@ def _fails_cleanly(args: list[str], capsys: pytest.CaptureFixture[str], root: Pa
 
 # ----------------------------------------------------------------------------- bad option values
 BAD_INPUTS = [
-    (["recover", "rw", "--subjects", "-3"], "--subjects must be at least 1, got -3"),
-    (["recover", "rw", "--subjects", "10,,20"], "an empty item"),
-    (["recover", "rw", "--trials", "0"], "--trials must be at least 1, got 0"),
-    (["recover", "rw", "--method", "bogus"], "--method"),
-    (["recover", "rw", "--design", "foo=3"], "foo"),
-    (["recover", "rw", "--reps", "0"], "'--reps'"),
+    (["recover", "--model", "rw", "--subjects", "-3"], "--subjects must be at least 1, got -3"),
+    (["recover", "--model", "rw", "--subjects", "10,,20"], "an empty item"),
+    (["recover", "--model", "rw", "--trials", "0"], "--trials must be at least 1, got 0"),
+    (["recover", "--model", "rw", "--method", "bogus"], "--method"),
+    (["recover", "--model", "rw", "--design", "foo=3"], "foo"),
+    (["recover", "--model", "rw", "--reps", "0"], "'--reps'"),
     (["power", "rw-pm", "--effect", "optimism_bias=0.1", "--level", "2"], "--level"),
     (["power", "rw-pm", "--effect", "optimism_bias=0.1", "--base", "foo=2"],
      "foo is not a parameter of model rw-pm; valid: alpha_neg, alpha_pos, beta"),
-    (["recover", "rw", "--param", "alpha=0.1", "--param", "alpha=0.2"], "sets alpha twice"),
-    (["recover", "rw", "--fix", "alpha=0.3", "--fix", "beta=3"], "nothing is left to recover"),
-    (["model-recovery", "rw", "rw"], "named twice"),
-    (["model-recovery", "rw", "rw-pm", "--subjects", "-3"], "'--subjects'"),
-    (["recover", "nope"], "choose one of: "),
-    (["recover", "rw", "--workers", "0"], "'--workers'"),
+    (["recover", "--model", "rw", "--param", "alpha=0.1", "--param", "alpha=0.2"], "sets alpha twice"),
+    (["recover", "--model", "rw", "--fix", "alpha=0.3", "--fix", "beta=3"], "nothing is left to recover"),
+    (["model-recovery", "--model", "rw", "--model", "rw"], "named twice"),
+    (["model-recovery", "--model", "rw", "--model", "rw-pm", "--subjects", "-3"], "'--subjects'"),
+    (["recover", "--model", "nope"], "choose one of: "),
+    (["recover", "--model", "rw", "--workers", "0"], "'--workers'"),
     (["fit", "rw-pm", str(COGBENCH_IL), "-o", "{tmp}/fit", "--draws", "0"], "'--draws'"),
     (["fit", "rw-pm", str(COGBENCH_IL), "-o", "{tmp}/fit", "--chains", "0"], "'--chains'"),
     (["fit", "rw-pm", str(COGBENCH_IL), "-o", "{tmp}/fit", "--method", "bogus"], "--method"),
@@ -81,8 +81,8 @@ def test_unknown_name_error_pickles_and_never_lists_nothing() -> None:
 
 
 def test_memory_is_estimated_and_refused_up_front(capsys, tmp_path: Path) -> None:
-    line = _fails_cleanly(["recover", "rw", "--subjects", "100000000", "--reps", "2", "-o", str(tmp_path / "o")],
-                          capsys, tmp_path)
+    line = _fails_cleanly(["recover", "--model", "rw", "--subjects", "100000000", "--reps", "2",
+                           "-o", str(tmp_path / "o")], capsys, tmp_path)
     assert "of memory" in line and "is available" in line  # its rows: a recovery task streams its trials
     line = _fails_cleanly(["simulate", "instrumental-learning", "-a", "rw", "--subjects", "100000000",
                            "-o", str(tmp_path / "t.parquet")], capsys, tmp_path)
@@ -93,7 +93,7 @@ def test_unreachable_dask_fails_fast(capsys, tmp_path: Path, monkeypatch) -> Non
     import cogtestbed.studies.driver as studies
 
     monkeypatch.setattr(studies, "DASK_CONNECT_TIMEOUT", 1.0)
-    line = _fails_cleanly(["recover", "rw", "--subjects", "2", "--reps", "1", "--dask", "127.0.0.1:1",
+    line = _fails_cleanly(["recover", "--model", "rw", "--subjects", "2", "--reps", "1", "--dask", "127.0.0.1:1",
                            "-o", str(tmp_path / "o")], capsys, tmp_path)
     assert "cannot reach the Dask scheduler at 127.0.0.1:1" in line
 
@@ -104,7 +104,7 @@ def test_output_paths_are_checked_before_computing(capsys, tmp_path: Path) -> No
     full = tmp_path / "full"
     full.mkdir()
     (full / "results.parquet").write_text("old")
-    study = ["recover", "rw", "--subjects", "2", "--reps", "1", "--workers", "1"]
+    study = ["recover", "--model", "rw", "--subjects", "2", "--reps", "1", "--workers", "1"]
     assert "is not a folder" in _fails_cleanly([*study, "-o", str(tmp_path / "afile")], capsys, tmp_path)
     assert "cannot create output folder" in _fails_cleanly([*study, "-o", str(tmp_path / "afile" / "sub")], capsys,
                                                            tmp_path)
@@ -121,7 +121,7 @@ def test_output_paths_are_checked_before_computing(capsys, tmp_path: Path) -> No
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs a read-only /proc")
 def test_read_only_output_is_one_line(capsys, tmp_path: Path) -> None:
-    study = ["recover", "rw", "--subjects", "2", "--reps", "1", "--workers", "1"]
+    study = ["recover", "--model", "rw", "--subjects", "2", "--reps", "1", "--workers", "1"]
     line = _fails_cleanly([*study, "-o", "/proc/cogtestbed-out"], capsys, tmp_path)
     assert "cannot create output folder /proc/cogtestbed-out" in line
     line = _fails_cleanly(["simulate", "instrumental-learning", "-a", "rw", "-o", "/proc/t.parquet"], capsys, tmp_path)
@@ -175,7 +175,7 @@ def test_worker_errors_are_one_line_with_any_workers(workers: str, capsys, tmp_p
     from cogtestbed.studies import model_studies
 
     monkeypatch.setitem(model_studies.MODEL_TASKS, "recovery", _raise_unknown)
-    line = _fails_cleanly(["recover", "rw", "--subjects", "2", "--reps", "4", "--workers", workers,
+    line = _fails_cleanly(["recover", "--model", "rw", "--subjects", "2", "--reps", "4", "--workers", workers,
                            "-o", str(tmp_path / "out")], capsys, tmp_path)
     assert "recovery task 0 (rep 0): unknown thing 'x' for a worker; choose one of: a" in line \
         or "recovery task" in line and "unknown thing 'x'" in line
@@ -192,7 +192,8 @@ def test_a_dead_worker_is_one_line(capsys, tmp_path: Path, monkeypatch) -> None:
         os._exit(9)
 
     monkeypatch.setitem(model_studies.MODEL_TASKS, "recovery", die)
-    line = _fails_cleanly(["recover", "rw", "--subjects", "2", "--reps", "2", "--workers", "2"], capsys, tmp_path)
+    line = _fails_cleanly(["recover", "--model", "rw", "--subjects", "2", "--reps", "2", "--workers", "2"],
+                          capsys, tmp_path)
     assert "a worker process died" in line
 
 
@@ -209,7 +210,7 @@ CHILD = textwrap.dedent("""
 
     model_studies.MODEL_TASKS["recovery"] = hang
     if sys.argv[1] == "cli":
-        sys.argv = ["cogtestbed", "recover", "rw", "--subjects", "2", "--reps", "4", "--workers", "2"]
+        sys.argv = ["cogtestbed", "recover", "--model", "rw", "--subjects", "2", "--reps", "4", "--workers", "2"]
         from cogtestbed.cli import main
         main()
     else:
@@ -359,8 +360,8 @@ def test_messages_and_field_descriptions_name_no_issue_numbers() -> None:
 def test_study_summary_names_the_true_parameter_distribution(capsys, tmp_path: Path) -> None:
     import json
 
-    assert run_cli(["recover", "rw", "--subjects", "2", "--reps", "1", "--workers", "1", "--sampler", "uniform",
-                    "-o", str(tmp_path / "r"), "--json"]) == 0
+    assert run_cli(["recover", "--model", "rw", "--subjects", "2", "--reps", "1", "--workers", "1",
+                    "--sampler", "uniform", "-o", str(tmp_path / "r"), "--json"]) == 0
     payload = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert payload["true_parameters"].startswith("independent uniform draws")
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())

@@ -44,7 +44,7 @@ def test_the_command_line_reads_its_flags(tmp_path: Path, capsys: pytest.Capture
                     "--llm", LLMS[1]]) == 2
     err = capsys.readouterr().err
     assert "--metric 'loss_aversion'" in err and "--model prospect-theory --effect lambda=D" in err and "`" not in err
-    assert run_cli(["recover", "rw-pm", "--subjects", "4,,8", "-o", str(tmp_path / "r")]) == 2
+    assert run_cli(["recover", "--model", "rw-pm", "--subjects", "4,,8", "-o", str(tmp_path / "r")]) == 2
     assert capsys.readouterr().err.strip() == ("error: --subjects expects comma-separated integers, got '4,,8' "
                                                "(an empty item)")
 

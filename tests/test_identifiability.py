@@ -118,6 +118,22 @@ def test_check_design_command():
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
 
 
+def test_recover_takes_the_experiment_and_model_as_check_design_does():
+    """``recover EXPERIMENT --model MODEL`` (as ``plan`` and ``check-design``): one game a subject is refused in
+    one line naming the smallest design, before anything is simulated; a bad name is one line too."""
+    proc = cli("recover", "horizon", "--model", "info-bonus")  # one game a subject: recover's default --runs 1
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("error: horizon / info-bonus: a subject of 1 session(s) does not identify bonus_h1")
+    assert lines[0].endswith("(--runs 10)")
+    for args in (("recover", "horizon", "--model", "nope"), ("recover", "no-such-task", "--model", "info-bonus"),
+                 ("sbc", "horizon", "--model", "nope"), ("model-recovery", "no-such-task", "--model", "rw",
+                                                          "--model", "rw-pm")):
+        bad = cli(*args)
+        assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, (args, bad.stderr)
+        assert "Traceback" not in bad.stderr
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("experiment,model", [(e, m) for e in experiment_names()
                                                for m in get_experiment(e).models])

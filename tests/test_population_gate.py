@@ -86,7 +86,7 @@ def test_simulate_recover_power_and_plan_from_a_failing_population_each_warn_onc
     commands = {
         "simulate": ["simulate", "risky-choice", "--agent", "prospect-theory", "--population", path, "--subjects",
                      "2", "-o", str(tmp_path / "sim.parquet")],
-        "recover": ["recover", "prospect-theory", "--population", path, "--subjects", "-1", "--reps", "1"],
+        "recover": ["recover", "--model", "prospect-theory", "--population", path, "--subjects", "-1", "--reps", "1"],
         "power": ["power", "prospect-theory", "--effect", "lambda=0.5", "--population", path, "--subjects", "2",
                   "--sims", "1", "--workers", "1"],
         # an effect past the population's bounds is refused after its draws are read (other --trials, before)

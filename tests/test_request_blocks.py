@@ -44,7 +44,7 @@ def test_simulates_manifest_records_its_request_the_same_from_ct_and_the_command
 def test_a_studys_summary_records_its_request_the_same_from_ct_and_the_command_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--subjects", "6", "--reps", "2", "--trials", "48", "--seed", "2", "--workers", "1"]
-    assert run_cli(["recover", "rw", *args, "--json", "-o", str(tmp_path / "cli")]) == 0
+    assert run_cli(["recover", "--model", "rw", *args, "--json", "-o", str(tmp_path / "cli")]) == 0
     printed = json.loads(capsys.readouterr().out)  # --json: Study.to_dict, with the same block
     study = ct.recover("rw", subjects=6, reps=2, trials=48, seed=2, workers=1, output=tmp_path / "api")
     cli, api = (json.loads((tmp_path / n / "summary.json").read_text())["request"] for n in ("cli", "api"))

@@ -38,7 +38,7 @@ def test_designs_are_named_by_their_fields() -> None:
 
 
 def test_trials_means_the_whole_run_and_the_error_says_so(capsys) -> None:
-    code = run_cli(["recover", "static-bayes", "-e", "magnitude", "--trials", "10", "--reps", "1"])
+    code = run_cli(["recover", "magnitude", "--model", "static-bayes", "--trials", "10", "--reps", "1"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot make one run of magnitude's design 10 trials long" in err
     assert "--design trials_per_session=N" in err
@@ -121,7 +121,7 @@ def test_question_3_plan_cost_with_a_pilot(capsys, tmp_path: Path) -> None:
 
 # ----------------------------------------------------------------------------- recovery verdicts
 def test_recovery_verdict_uses_the_stated_tolerance_and_flags_estimates_at_a_bound(capsys) -> None:
-    out = _json(["recover", "static-bayes", "-e", "magnitude", *MAGNITUDE_ONE_TASK, "--design",
+    out = _json(["recover", "magnitude", "--model", "static-bayes", *MAGNITUDE_ONE_TASK, "--design",
                  "trials_per_session=5", "--subjects", "12", "--reps", "1", "--precision", "w_prior=0.001",
                  "--workers", "1"], capsys)
     w = out["parameters"]["w_prior"]

@@ -156,14 +156,14 @@ def _json(args: list[str]) -> dict:
 
 
 def test_cli_recover_json(tmp_path: Path) -> None:
-    out = _json(["recover", "rw-pm", "--experiment", EXP, "--subjects", "5", "--reps", "2",
+    out = _json(["recover", EXP, "--model", "rw-pm", "--subjects", "5", "--reps", "2",
                  "--method", "mle", "--seed", "1", "--json", "--workers", "1", "-o", str(tmp_path)])
     assert set(out["parameters"]["alpha_pos"]) >= {"r", "bias", "rmse"}
     assert out["seconds"] > 0 and (tmp_path / "report.html").exists()
 
 
 def test_cli_model_recovery_and_power_json() -> None:
-    out = _json(["model-recovery", "rw", "rw-pm", "--experiment", EXP, "--subjects", "4",
+    out = _json(["model-recovery", EXP, "--model", "rw", "--model", "rw-pm", "--subjects", "4",
                  "--reps", "2", "--json", "--workers", "1"])
     assert out["confusion"]["aic"]["models"] == ["rw", "rw-pm"]
     out = _json(["power", "rw-pm", "--experiment", EXP, "--effect", "optimism_bias=0.2",

@@ -36,7 +36,7 @@ def _json(args: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pyte
 
 # ----------------------------------------------------------------------------- collider
 def test_collider_recover_through_the_generator(capsys, monkeypatch, tmp_path: Path) -> None:
-    out = _json(["recover", "cbn-3p", "--experiment", "collider", "--subjects", "3", "--reps", "1",
+    out = _json(["recover", "collider", "--model", "cbn-3p", "--subjects", "3", "--reps", "1",
                  "--sampler", "uniform", "--param", "noise_sd=0.05", "-o", str(tmp_path / "r")], capsys, monkeypatch)
     assert set(out["parameters"]) == {"b", "m", "p_c"}
     assert out["parameters"]["b"]["rmse"] < 0.1
@@ -47,8 +47,8 @@ def test_collider_recover_through_the_generator(capsys, monkeypatch, tmp_path: P
 
 
 def test_collider_model_recovery_and_parameter_power(capsys, monkeypatch) -> None:
-    out = _json(["model-recovery", "cbn-3p", "cbn-4p", "-e", "collider", "--subjects", "1", "--reps", "1"],
-                capsys, monkeypatch)
+    out = _json(["model-recovery", "collider", "--model", "cbn-3p", "--model", "cbn-4p", "--subjects", "1",
+                 "--reps", "1"], capsys, monkeypatch)
     assert np.asarray(out["confusion"]["bic"]["counts"]).sum() == 2
     out = _json(["power", "cbn-3p", "-e", "collider", "--effect", "b=0.1", "--subjects", "2", "--sims", "1"],
                 capsys, monkeypatch)
@@ -69,7 +69,7 @@ def test_collider_metric_validity_and_metric_power(capsys, monkeypatch) -> None:
 
 @pytest.mark.timeout(600)
 def test_collider_sbc_tiny(capsys, monkeypatch) -> None:
-    out = _json(["sbc", "cbn-3p", "-e", "collider", "--subjects", "2", "--reps", "1", "--draws", "100",
+    out = _json(["sbc", "collider", "--model", "cbn-3p", "--subjects", "2", "--reps", "1", "--draws", "100",
                  "--chains", "1", "--backend", "pymc", "--design", "content=rw17", "--design", "scope=cell"],
                 capsys, monkeypatch)
     assert {"b_mu", "m_sigma", "p_c[0]", "kappa", "pi[0]", "pi[1]"} <= set(out["sbc"])
@@ -77,15 +77,17 @@ def test_collider_sbc_tiny(capsys, monkeypatch) -> None:
 
 # ----------------------------------------------------------------------------- a CogBench task
 def test_instrumental_every_kind_from_the_cli(capsys, monkeypatch) -> None:
-    exp = ["-e", "instrumental-learning"]
-    out = _json(["recover", "rw-pm", *exp, "--subjects", "4", "--reps", "1", "--trials", "192"], capsys, monkeypatch)
+    exp = ["instrumental-learning"]
+    out = _json(["recover", *exp, "--model", "rw-pm", "--subjects", "4", "--reps", "1", "--trials", "192"],
+                capsys, monkeypatch)
     assert "optimism_bias" in out["parameters"]
-    out = _json(["model-recovery", "rw", "rw-pm", *exp, "--subjects", "3", "--reps", "1"], capsys, monkeypatch)
+    out = _json(["model-recovery", *exp, "--model", "rw", "--model", "rw-pm", "--subjects", "3", "--reps", "1"],
+                capsys, monkeypatch)
     assert out["confusion"]["aic"]["models"] == ["rw", "rw-pm"]
-    out = _json(["power", "rw-pm", *exp, "--effect", "optimism_bias=0", "--subjects", "4", "--sims", "2"],
+    out = _json(["power", "rw-pm", "-e", *exp, "--effect", "optimism_bias=0", "--subjects", "4", "--sims", "2"],
                 capsys, monkeypatch)
     assert "type-i error rate" in out["verdict"].lower()
-    out = _json(["sbc", "rw", *exp, "--subjects", "3", "--reps", "1", "--draws", "40", "--chains", "1"],
+    out = _json(["sbc", *exp, "--model", "rw", "--subjects", "3", "--reps", "1", "--draws", "40", "--chains", "1"],
                 capsys, monkeypatch)
     assert {"alpha_mu", "beta_sigma", "alpha[0]"} <= set(out["sbc"])
     out = _json(["validity", "instrumental-learning", "--metric", "learning_rate", "--agent", "rw:beta=5",
@@ -114,12 +116,12 @@ def test_declared_study_from_the_cli(capsys, monkeypatch) -> None:
 
 # ----------------------------------------------------------------------------- one-line errors
 NONSENSE = {
-    "model recovery of one model": ["model-recovery", "rw", "-e", "instrumental-learning"],
-    "--trials without a trials field": ["recover", "cbn-3p", "-e", "collider", "--trials", "100"],
+    "model recovery of one model": ["model-recovery", "instrumental-learning", "--model", "rw"],
+    "--trials without a trials field": ["recover", "collider", "--model", "cbn-3p", "--trials", "100"],
     "--metric not a headline metric": ["power", "two-step", "--metric", "reward_effect", "--compare", "hybrid:w=0.3",
                                        "hybrid:w=0.7"],
-    "unknown experiment": ["recover", "rw", "-e", "no-such-task"],
-    "unknown model": ["recover", "no-such-model", "-e", "collider"],
+    "unknown experiment": ["recover", "no-such-task", "--model", "rw"],
+    "unknown model": ["recover", "collider", "--model", "no-such-model"],
     "a sweep over one value": ["validity", "two-step", "--metric", "model_basedness", "--agent", "hybrid",
                                "--parameter", "w", "--values", "0.5"],
     "unknown agent": ["power", "two-step", "--metric", "model_basedness", "--compare", "nobody:w=1", "nobody:w=2"],
@@ -130,14 +132,14 @@ NONSENSE = {
     "two agents compared": ["power", "two-step", "--metric", "model_basedness", "--compare", "hybrid:w=0.3",
                             "model-free:alpha=0.5"],
     "effect and metric at once": ["power", "two-step", "--metric", "model_basedness", "--effect", "w=0.1"],
-    "runs on a subject-pooled experiment": ["recover", "rw", "-e", "instrumental-learning", "--runs", "5"],
-    "trials off the design's step": ["recover", "rw", "-e", "instrumental-learning", "--trials", "97"],
+    "runs on a subject-pooled experiment": ["recover", "instrumental-learning", "--model", "rw", "--runs", "5"],
+    "trials off the design's step": ["recover", "instrumental-learning", "--model", "rw", "--trials", "97"],
     "unknown effect": ["power", "rw-pm", "--effect", "nonsense=0.1"],
     "effect without a size": ["power", "rw-pm", "--effect", "optimism_bias"],
     "unknown declared study": ["study", "two-step", "no-such-study"],
     "test power without an agent": ["power", "two-step", "--test", "stay_test"],
-    "unknown design field": ["recover", "rw", "--design", "nope=1"],
-    "bad sampler": ["recover", "rw", "--sampler", "sometimes"],
+    "unknown design field": ["recover", "--model", "rw", "--design", "nope=1"],
+    "bad sampler": ["recover", "--model", "rw", "--sampler", "sometimes"],
 }
 
 
@@ -151,7 +153,7 @@ def test_nonsense_exits_2_with_one_line(args: list[str], capsys, monkeypatch) ->
 def test_output_path_is_checked_before_computing(capsys, monkeypatch, tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    code, _, err = _cli(["recover", "rw", "--reps", "100000", "-o", str(blocker)], capsys, monkeypatch)
+    code, _, err = _cli(["recover", "--model", "rw", "--reps", "100000", "-o", str(blocker)], capsys, monkeypatch)
     assert code == 2 and "not a folder" in err and len(err.strip().splitlines()) == 1
 
 

@@ -18,7 +18,7 @@ unconstrained scale around :data:`MEDIANS`) with 2 chains × 1000 tuning + 1000 
 its diagnostics and population estimates: the "does it sample cleanly" figure.
 
 Sizes are small on purpose (two shared cores); raise ``--reps``/``--subjects``/``--runs`` on a
-quiet machine.  The same study from the shell: ``cogtestbed recover hybrid --experiment two-step
+quiet machine.  The same study from the shell: ``cogtestbed recover two-step --model hybrid
 --method hierarchical --runs 10 --subjects 8 --reps 4 --draws 500 --chains 2``.
 """
 

@@ -26,7 +26,7 @@ typically estimates on a bound, count as not covered and are reported as ``no_se
 
 Run: ``python benchmarks/studies/lapse_bias.py [--subjects N] [--invalid 0.08] [--random 0.05]``.
 The same recovery (without Wald coverage) runs from the command line, e.g.
-``cogtestbed recover rw-pm --lapse-invalid 0.08 --lapse-random 0.05 --lapse fit``.
+``cogtestbed recover --model rw-pm --lapse-invalid 0.08 --lapse-random 0.05 --lapse fit``.
 """
 
 from __future__ import annotations

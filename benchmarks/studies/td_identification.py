@@ -2,7 +2,7 @@
 
 Prints, for the hyperbolic model on CogBench's temporal-discounting staircase:
 
-1. ``cogtestbed recover hyperbolic --experiment temporal-discounting --subjects 30 --reps 10
+1. ``cogtestbed recover temporal-discounting --model hyperbolic --subjects 30 --reps 10
    --seed 2 --method mle`` (the command that died with a ZeroDivisionError): per parameter, r over
    every subject and over the identified ones (log scale), how many estimates are not identified
    and why, and how many sit on the ridge k = 42.169650, τ = 0.001778;
@@ -51,7 +51,7 @@ def main() -> None:
                        method="mle", workers=1)
     table = study.table
     ridge = table[(table["parameter"] == "k") & np.isclose(table["estimate"], RIDGE_K, rtol=1e-6)]
-    print(f"1. recover hyperbolic --experiment temporal-discounting --subjects 30 --reps {args.reps} --seed 2 "
+    print(f"1. recover temporal-discounting --model hyperbolic --subjects 30 --reps {args.reps} --seed 2 "
           f"--method mle: exit ok, {time.perf_counter() - t0:.0f} s wall")
     for line in recovery_lines(study, "   30 subjects x 1 run"):
         print(line)

@@ -23,7 +23,7 @@ log-density and its gradient per judgment) wrapped by
 expressions, is ``tests/test_causal_hierarchical.py``'s.  Study:
 the thesis's human fit, :func:`hierarchical_human_study` (partial / no / complete pooling on the 48
 RW17 subjects, diagnostics, PSIS-LOO with Pareto k and exact refits of k > 0.7 judgments); its
-simulation-based calibration runs on the generic study driver (``cogtestbed sbc cbn-3p -e collider``),
+simulation-based calibration runs on the generic study driver (``cogtestbed sbc collider --model cbn-3p``),
 which draws κ and π from :meth:`~cogtestbed.inference.causal.CBNModel.sample_nuisance`.
 """
 

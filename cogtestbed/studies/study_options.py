@@ -49,10 +49,20 @@ from cogtestbed.option_groups import (
     Workers,
 )
 from cogtestbed.request import as_items, as_text, group, option, variant
-from cogtestbed.simulate_options import EXPERIMENT_ARGUMENT, DesignFields, ExperimentName, Lapses
+from cogtestbed.simulate_options import (
+    EXPERIMENT_ARGUMENT,
+    OPTIONAL_EXPERIMENT_ARGUMENT,
+    DesignFields,
+    ExperimentName,
+    Lapses,
+)
 
-#: :class:`~cogtestbed.option_groups.CognitiveModel` as the command's positional argument (``recover MODEL``).
+#: :class:`~cogtestbed.option_groups.CognitiveModel` as the command's positional argument (``fit MODEL``).
 MODEL_ARGUMENT = {"model": {"argument": True}}
+#: The help of a study's experiment, its first positional argument (``recover [EXPERIMENT] --model MODEL``, as
+#: ``plan`` and ``check-design`` take them).
+EXPERIMENT_OF_MODEL = {"experiment": "Experiment name, e.g. instrumental-learning. Default: the one experiment "
+                                     "declaring the model."}
 #: Sizes as :func:`cogtestbed.recover` takes them: a count, a list of counts, or the command line's text.
 Sizes = int | Sequence[int] | str | None
 #: ``NAME=VALUE`` settings: a mapping, or the command line's items.
@@ -155,8 +165,8 @@ class RecoverFit(AgentParams, FitMethod, Chains, LapseTerm, Assured, PopulationS
 
 @dataclass(frozen=True)
 class RecoverRequest(
-        ExperimentName,
-        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+        variant(ExperimentName, present=OPTIONAL_EXPERIMENT_ARGUMENT, helps=EXPERIMENT_OF_MODEL),  # type: ignore[misc]
+        variant(CognitiveModel, defaults={"model": MISSING},  # type: ignore[misc]
                 helps={"model": "Model name, e.g. rw-pm or cbn-3p."})):
     """Parameter recovery, as ``cogtestbed recover`` and :func:`cogtestbed.recover` take it."""
 
@@ -182,10 +192,12 @@ class HierarchicalFit(AgentParams, variant(Chains, defaults={"draws": 500, "chai
 
 
 @dataclass(frozen=True)
-class ModelRecoveryRequest(FitMethod, ExperimentName):
+class ModelRecoveryRequest(FitMethod, variant(ExperimentName, present=OPTIONAL_EXPERIMENT_ARGUMENT,  # type: ignore[misc]
+                                                helps=EXPERIMENT_OF_MODEL)):
     """Model recovery, as ``cogtestbed model-recovery`` and :func:`cogtestbed.model_recovery` take it."""
 
-    models: Sequence[str] = option(cli_type=list[str], argument=True, help="Candidate models, e.g. rw rw-pm.")
+    models: Sequence[str] = option(cli_type=list[str], flags=("--model",),
+                                   help="Candidate model (repeatable, at least two), e.g. --model rw --model rw-pm.")
     sizes: ModelRecoverySizes = group(ModelRecoverySizes, "Sizes")
     fit: HierarchicalFit = group(HierarchicalFit, "Fit")
     run: StudyRun = group(StudyRun, "Run and output")
@@ -201,8 +213,8 @@ class SbcSizes(
 
 @dataclass(frozen=True)
 class SbcRequest(
-        ExperimentName,
-        variant(CognitiveModel, defaults={"model": MISSING}, present=MODEL_ARGUMENT,  # type: ignore[misc]
+        variant(ExperimentName, present=OPTIONAL_EXPERIMENT_ARGUMENT, helps=EXPERIMENT_OF_MODEL),  # type: ignore[misc]
+        variant(CognitiveModel, defaults={"model": MISSING},  # type: ignore[misc]
                 helps={"model": "Model with a PyMC version, e.g. rw-pm or cbn-3p."})):
     """Simulation-based calibration, as ``cogtestbed sbc`` and :func:`cogtestbed.sbc` take it."""
 

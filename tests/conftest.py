@@ -46,6 +46,10 @@ SLOW_IN_DEFAULT = {
         "test_plan_finds_the_cheapest_passing_design",
     "tests/test_batch.py::test_a_60_prompt_collider_batch_run_sends_one_batch":
         "the other packing tests of test_batch.py",
+    "tests/test_param_plan.py::test_two_llm_parameter_plan_is_priced_as_each_llms_dry_run":
+        "test_plan_pricing.py::test_two_llms_from_one_playthrough_equal_their_own_dry_runs",
+    "tests/test_seqplan.py::test_fixed_looks_saving_is_stated_at_equal_type1_tiny":
+        "test_model_target_looks_saving_is_stated_at_equal_type1_tiny",
 }
 
 

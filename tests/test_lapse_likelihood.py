@@ -84,6 +84,7 @@ def test_pymc_logp_equals_the_lapse_nll() -> None:
     assert logp == pytest.approx(-nll, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_lapse_rate_is_recovered() -> None:
     """Pooled over 40 RW± subjects with 20 % random answers, the fitted ε is near 0.2."""
     table = simulate(EXP, "rw-pm", 40, 8, RWPM, lapse=Lapse(0.05, 0.2), design=EXP.design_cls(visits_per_casino=48))

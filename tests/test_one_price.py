@@ -111,8 +111,9 @@ def test_a_pilot_of_the_same_design_gives_calls_and_prompts_per_session_and_a_pr
     assert report["expected_cost_usd"] == pytest.approx(round(price.cost(3600, 27 * 300), 4), abs=1e-4)
 
 
-@pytest.mark.parametrize(("name", "adaptive", "precision", "trials"), [("magnitude", "w_prior", "w_prior=0.05", 3),
-                                                                       ("temporal-discounting", "k", "k=0.03", 9)])
+@pytest.mark.parametrize(("name", "adaptive", "precision", "trials"), [
+    pytest.param("magnitude", "w_prior", "w_prior=0.05", 3, marks=pytest.mark.slow),  # ~25 s a run: slow suite
+    ("temporal-discounting", "k", "k=0.03", 9)])
 def test_an_adaptive_plan_price_is_the_dry_run_price_of_its_run_block(name: str, adaptive: str, precision: str,
                                                                       trials: int, tmp_path: Path) -> None:
     import cogtestbed as ct

@@ -122,6 +122,7 @@ def test_ctrl_c_while_sampling_stops_the_fit(sampler: str, rent_limit: str) -> N
     assert child.returncode != 0 and "KeyboardInterrupt" in err, err[-2000:]
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_fits_sampling_ends_the_command_with_one_line(tmp_path: Path) -> None:
     """``cogtestbed fit --method hierarchical``: Ctrl-C once nutpie draws ends the command with ``error:
     interrupted`` alone (the old code also printed the error of summarising the part of a run nutpie returned) and

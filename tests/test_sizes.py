@@ -178,6 +178,7 @@ def test_plan_searches_the_trials_field_by_its_name(capsys) -> None:
     _cheapest_passing(out, "n_contexts", 0.8)
 
 
+@pytest.mark.slow
 def test_plan_searches_another_integer_design_field_with_looks(capsys) -> None:
     """A list on n_reps (not the trials field) is searched with n_contexts fixed; ``--looks`` keeps
     the chosen n_reps in the sequential run it plans."""
@@ -195,6 +196,7 @@ def test_plan_searches_another_integer_design_field_with_looks(capsys) -> None:
     assert out["run"]["sequential"]["looks"] == 2
 
 
+@pytest.mark.slow
 def test_plan_searches_a_design_field_for_a_model_effect_and_for_precision(capsys) -> None:
     # c_fp=0.4 on 2:8 subjects: reached at 6 subjects × 1 repetition after looking at n_reps=2 too and
     # pruning n_reps=8 by cost -- the field is still searched, priced and carried into the run (c_fp=0.2 on

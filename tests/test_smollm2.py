@@ -1,6 +1,6 @@
 """hf:smollm2-135m, a real model offline: loading, exact scores, sampling, and one short session of
-every registered experiment in each mode it supports, in-process and through the local
-OpenAI-compatible server — asserting on the recorded tables (valid rate, parse reasons, scored
+every registered experiment (one mode each by default, alternating; every mode in the slow suite), in-process
+and through the local OpenAI-compatible server — asserting on the recorded tables (valid rate, parse reasons, scored
 distributions with the mass outside them).  Longer sessions: ``make test-slow``."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def check_tables(name: str, mode: str, trials: pd.DataFrame, calls: pd.DataFrame
 
 #: The default suite's sessions, shorter still than SHORT_DESIGNS (a model call costs ~0.25 ms per
 #: prompt token on one core): collider's smallest session (one cell, 20 prompts of ~400 tokens) runs
-#: in the slow suite only, every other experiment here in each mode it supports.
+#: in the slow suite only, every other experiment here in the one mode ``default_mode`` gives it.
 FAST_OVERRIDES: dict[str, dict[str, Any]] = {
     "instrumental-learning": {"visits_per_casino": 1}, "restless-bandit": {"block_lengths": (1, 1)},
     "two-step": {"n_days": 2}, "magnitude": {"trials_per_session": 2}, "bart": {"max_pumps": (4,)},
@@ -118,11 +118,26 @@ FAST_OVERRIDES: dict[str, dict[str, Any]] = {
 SLOW_ONLY = ("collider",)
 
 
-def session_test(smollm2: Any, tmp_path: Path, name: str, overrides: dict[str, Any]) -> None:
-    assert name in SHORT_DESIGNS, f"{name}: add its short design to SHORT_DESIGNS"
+def default_mode(name: str) -> tuple[str, ...]:
+    """The one mode the default suite runs ``name`` in: experiments alternate between completions and chat in
+    registry order, so both modes run every session kind's code (the slow test runs every supported mode)."""
     modes = supported_modes(name)
-    assert modes == (("chat",) if name == "magnitude" else ("completions", "chat"))
-    for mode in modes:
+    if len(modes) == 1:
+        return modes
+    return (modes[[n for n in experiment_names() if n not in SLOW_ONLY].index(name) % 2],)
+
+
+def test_the_default_suite_runs_both_modes() -> None:
+    ran = {mode for name in experiment_names() if name not in SLOW_ONLY for mode in default_mode(name)}
+    assert ran == {"completions", "chat"}
+
+
+def session_test(smollm2: Any, tmp_path: Path, name: str, overrides: dict[str, Any],
+                 modes: tuple[str, ...] | None = None) -> None:
+    assert name in SHORT_DESIGNS, f"{name}: add its short design to SHORT_DESIGNS"
+    supported = supported_modes(name)
+    assert supported == (("chat",) if name == "magnitude" else ("completions", "chat"))
+    for mode in modes or supported:
         result, summary = run_session(smollm2.with_chat(mode == "chat"), name, mode, tmp_path / mode,
                                       tmp_path / "cache.sqlite", **overrides)
         check_tables(name, mode, result.trials, result.calls)
@@ -139,7 +154,7 @@ def session_test(smollm2: Any, tmp_path: Path, name: str, overrides: dict[str, A
 
 @pytest.mark.parametrize("name", [n for n in experiment_names() if n not in SLOW_ONLY])
 def test_every_experiment_one_short_session(smollm2: Any, tmp_path: Path, name: str) -> None:
-    session_test(smollm2, tmp_path, name, FAST_OVERRIDES.get(name, {}))
+    session_test(smollm2, tmp_path, name, FAST_OVERRIDES.get(name, {}), default_mode(name))
 
 
 @pytest.mark.slow

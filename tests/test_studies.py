@@ -182,11 +182,10 @@ def test_cli_fit_hierarchical_writes_netcdf(tmp_path: Path, cogbench_dir: Path) 
 
     write_trials(table[table["subject"] < 5].reset_index(drop=True), small, {"source": "test"})
     out = _json(["fit", "rw-pm", str(small), "--method", "hierarchical", "-o", str(tmp_path / "f"),
-                 "--draws", "100", "--max-draws", "400", "--chains", "2", "--json"])
+                 "--draws", "100", "--chains", "2", "--json"])
     assert out["n_subjects"] == 5
-    diag = out["diagnostics"]  # short of the ESS floor, the run is sampled again with 200, then 400 draws
-    assert diag["draws"] in (100, 200, 400)
-    assert diag["converged"] or diag["draws"] == 400 or diag["divergences"] > 0
+    diag = out["diagnostics"]  # sampled once: no --max-draws (the doubling is test_hierarchical's)
+    assert diag["draws"] == 100
     idata = az.from_netcdf(tmp_path / "f" / "posterior.nc")
     assert "alpha_pos_pop" in idata.posterior
     assert_exact_versions({k.removeprefix("version_"): v for k, v in idata.posterior.attrs.items()

@@ -40,7 +40,8 @@ def _read(path: Path) -> dict[str, dict[str, dict[str, int | None]]]:
     return data
 
 
-def rule_line(experiment: str, model: str, sessions: int, word: str = "session(s)") -> str | None:
+def rule_line(experiment: str, model: str, sessions: int, word: str = "session(s)",
+              flag: str = "--sessions") -> str | None:
     """One line naming the parameters a subject of ``sessions`` sessions of the default design does not identify
     by the design check's rule, with the sessions the check suggests (None: it identifies every parameter, or no
     rule is shipped for the pair)."""
@@ -52,7 +53,7 @@ def rule_line(experiment: str, model: str, sessions: int, word: str = "session(s
         return None
     reached = [int(k) for k in need.values() if k is not None]
     never = [p for p, k in need.items() if k is None]
-    suggested = (f"the check suggests {max(reached)} sessions a subject (--sessions {max(reached)})" if reached
+    suggested = (f"the check suggests {max(reached)} sessions a subject ({flag} {max(reached)})" if reached
                  else "no size the check tries identifies any")
     tail = f"; not identified up to {RULE_CAP} sessions: {', '.join(never)}" if never else ""
     return (f"{experiment} / {model}: by the design check's rule ({RULE_WORDS}) a subject of {sessions} {word} "
@@ -103,18 +104,18 @@ class IdentificationWarning(UserWarning):
 
 
 def warn_unidentified(experiment: str, model: str, sessions: int, what: str,
-                      rule_what: str | None = None) -> str | None:
+                      rule_what: str | None = None, flag: str = "--sessions") -> str | None:
     """Warn once (one :class:`IdentificationWarning`, one line) where a subject of ``sessions`` sessions of the
     default design does not identify a parameter of ``model``: rank-deficient (:func:`refusal_line`) or, with
     ``rule_what`` given, of full rank but not identified by the design check's rule (:func:`rule_line`);
-    ``what`` (``rule_what``): how the line ends (what the caller does anyway).  Returns the line (None: nothing to
-    warn)."""
+    ``what`` (``rule_what``): how the line ends (what the caller does anyway); ``flag``: the option that sets the
+    sessions.  Returns the line (None: nothing to warn)."""
     import warnings
 
-    line = refusal_line(experiment, model, sessions)
+    line = refusal_line(experiment, model, sessions, flag)
     if line is not None:
         line = f"{line}; {what}"
-    elif rule_what is not None and (ruled := rule_line(experiment, model, sessions)) is not None:
+    elif rule_what is not None and (ruled := rule_line(experiment, model, sessions, flag=flag)) is not None:
         line = f"{ruled}; {rule_what}"
     if line is not None:
         warnings.warn(line, IdentificationWarning, stacklevel=3)

@@ -82,6 +82,22 @@ def test_simulate_warns_once_for_the_whole_table() -> None:
         ct.simulate("horizon", "info-bonus", subjects=1, seed=0)  # the default subject: no warning
 
 
+def test_run_warns_before_a_call_is_bought(tmp_path) -> None:
+    """An LLM run of the horizon task fits the LLM as one subject of its runs (games): too few for the default
+    model's parameters is said once, before anything is bought, naming the option that adds games; a run of an
+    experiment whose subjects are one session each (instrumental learning) says nothing."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimate = ct.run("horizon", llm="openai:gpt-4o-mini", subjects=3, seed=1, output=tmp_path / "h",
+                          dry_run=True)
+        ct.run("instrumental-learning", llm="openai:gpt-4o-mini", subjects=1, seed=1, output=tmp_path / "i",
+               dry_run=True)
+    said = [str(w.message) for w in caught if issubclass(w.category, IdentificationWarning)]
+    assert estimate["subjects"] == 3 and len(said) == 1
+    assert said[0].startswith("horizon / info-bonus: a subject of 3 session(s) does not identify bonus_h1")
+    assert "(--subjects 10)" in said[0] and "before" not in said[0]
+
+
 def test_fit_warns_once_for_the_whole_table() -> None:
     table = ct.simulate("horizon", "info-bonus", subjects=4, sessions=2, seed=0)
     with warnings.catch_warnings(record=True) as caught:

@@ -551,6 +551,7 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
     items = [f"{k}={v}" for k, v in design.items()] if isinstance(design, Mapping) else list(design or [])
     opts = {**flat(req), "experiment": name, "plan": plan_path, "design": items, "request": request_block(req)}
     output = Path(req.output)
+    _warn_unidentified_run(name, opts)
     monitored = None if plan_path is None else _monitor_pairs(plan_path)
     if monitored is not None and monitored != (len(llms) == 2):
         raise InputError(f"`plan`: {plan_path} monitors " + ("pairs of two LLMs' units: run it with both LLMs"
@@ -562,6 +563,25 @@ def run(experiment: str | Any = None, **options: Any) -> Any:
             return _run_sequential_pair(llms, output, opts)
         return _run_paired(llms, output, opts)
     return _run_one(llms[0], output, opts)
+
+
+def _warn_unidentified_run(name: str | None, opts: dict[str, Any]) -> None:
+    """Warn once, before a call is bought, where an experiment whose fits pool an agent's sessions
+    (``pooling_unit == "session"``, e.g. the horizon task's games) would fit the LLM as one subject of ``subjects``
+    sessions that do not identify a parameter of its first model at the default design (the design check's shipped
+    table, :func:`cogtestbed.identified_sessions.warn_unidentified`).  A plan, a design, an adaptive session or a
+    trial count leaves the run to the plan's own check (or to ``check-design``)."""
+    from cogtestbed.identified_sessions import warn_unidentified
+    from cogtestbed.registry import experiment_names, get_experiment
+
+    if name not in experiment_names() or opts["plan"] is not None or opts["design"] or opts.get("adaptive") \
+            or opts.get("trials"):
+        return
+    exp = get_experiment(name)
+    if exp.models and exp.pooling_unit == "session":
+        warn_unidentified(exp.name, next(iter(exp.models)), int(opts["subjects"]),
+                          "run anyway (an LLM's sessions are fitted as one subject)",
+                          "run anyway (expect r under 0.89 between true values and their estimates)", "--subjects")
 
 
 def _monitor_pairs(plan: Path) -> bool | None:

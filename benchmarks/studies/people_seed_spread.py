@@ -220,7 +220,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         rows = plan_seeds(args)
     for key, what in (("calibrated_power", "calibrated test's"), ("recommended_power", "recommended test's")):
         powers = ", ".join("-" if r.get(key) is None else f"{r[key]:.3f}" for r in rows)
-        print(f"{what} power over seeds {args.seeds}: {powers}; spread {spread(rows, key):.3f}")
+        gap = spread(rows, key)
+        said = "- (no seed has it)" if gap != gap else f"{gap:.3f}"  # NaN: no seed calibrates
+        print(f"{what} power over seeds {args.seeds}: {powers}; spread {said}")
     tests = sorted({r["recommended_test"] for r in rows})
     print(f"recommended: {', '.join(tests)}; nominal type-I on the null studies: "
           + ", ".join(f"{r['nominal_type1']:.3f}" for r in rows))

@@ -597,10 +597,7 @@ def level_nulls(result: PlanResult, target: float) -> pd.DataFrame | None:
     fresh = 0 if result.fresh is None else len(result.fresh)
     if not (reuses_fits(result.spec) and fresh and target > 0.0):
         return None
-    null = result.spec.model_copy(update={"effect_size": 0.0, "critical_p": None,
-                                          "seed": result.spec.seed + NULL_SEED_OFFSET})
-    return one_size_table(null, result.chosen.point, null_study_count(fresh), result.workers,
-                          "fixed plan: null studies measuring the test's level at")
+    return _null_studies(result, NULL_SEED_OFFSET, null_study_count(fresh), "measuring the test's level")
 
 
 def calibration_nulls(result: PlanResult, count: int) -> pd.DataFrame:
@@ -610,10 +607,13 @@ def calibration_nulls(result: PlanResult, count: int) -> pd.DataFrame:
     ``CALIBRATION_SEED_OFFSET``."""
     from cogtestbed.studies.people_level import CALIBRATION_SEED_OFFSET
 
-    null = result.spec.model_copy(update={"effect_size": 0.0, "critical_p": None,
-                                          "seed": result.spec.seed + CALIBRATION_SEED_OFFSET})
-    return one_size_table(null, result.chosen.point, int(count), result.workers,
-                          "fixed plan: null studies calibrating the test at")
+    return _null_studies(result, CALIBRATION_SEED_OFFSET, int(count), "calibrating the test")
+
+
+def _null_studies(result: PlanResult, offset: int, count: int, what: str) -> pd.DataFrame:
+    """``count`` studies of the plan's spec with no effect at its chosen design, on ``spec.seed + offset``."""
+    null = result.spec.model_copy(update={"effect_size": 0.0, "critical_p": None, "seed": result.spec.seed + offset})
+    return one_size_table(null, result.chosen.point, count, result.workers, f"fixed plan: null studies {what} at")
 
 
 def fit_probit(x: np.ndarray, hits: np.ndarray, sims: np.ndarray) -> tuple[float, float]:

@@ -101,13 +101,10 @@ def calibrate_people_test(spec: PowerStudy, null_sims: int, target: float, worke
     (:data:`CALIBRATION_SEED_OFFSET`), and :func:`calibrated_critical_p` of their p-values at
     ``target``.  Returns ``critical_p``, ``target``, ``null_sims``, the calibration's rejections at
     ``critical_p`` (``rejected``) and at the nominal level (``nominal_rejected``)."""
-    from cogtestbed.studies.driver import run_study
-
     if spec.groups != 2 or spec.method != "mle":
         raise InputError("the calibrated critical p-value is of the two-group MLE test: groups=2, method='mle'")
-    null = spec.model_copy(update={"effect_size": 0.0, "reps": int(null_sims), "critical_p": None,
-                                   "seed": spec.seed + CALIBRATION_SEED_OFFSET})
-    return calibration_from_nulls(run_study(null, workers=workers).table["p_value"], target, spec.level)
+    return calibration_from_nulls(_null_p_values(spec, CALIBRATION_SEED_OFFSET, null_sims, workers), target,
+                                  spec.level)
 
 
 def calibration_from_nulls(p_values: Any, target: float, level: float) -> dict[str, Any]:
@@ -116,12 +113,8 @@ def calibration_from_nulls(p_values: Any, target: float, level: float) -> dict[s
     in :func:`calibrated_section`)."""
     p = np.asarray(p_values, float)
     critical = calibrated_critical_p(p, target)
-    nominal = int(np.sum(p < level))
-    rate = nominal / p.size if p.size else float("nan")
-    return {"critical_p": critical, "target": target, "null_sims": int(p.size),
-            "rejected": int(np.sum(p < critical)), "nominal_rejected": nominal,
-            "nominal_rate": rate, "nominal_rate_mc_se": math.sqrt(level * (1 - level) / p.size) if p.size else None,
-            "nominal_holds": nominal_holds(nominal, int(p.size), level)}
+    return {"critical_p": critical, "target": target, "rejected": int(np.sum(p < critical)),
+            **level_from_nulls(p, level)}
 
 
 def calibrated_power(rows: Any, critical_p: float, effect_size: float) -> dict[str, Any]:
